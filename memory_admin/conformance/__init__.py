@@ -1,0 +1,23 @@
+"""The conformance kit: one executable contract for every memory store backend.
+
+Subclass :class:`MemoryStoreConformance` in a test module and implement
+:meth:`~MemoryStoreConformance.make_store`; pytest then runs every case against your
+backend, once through the sync API and once through the async twins::
+
+    class TestMyStore(MemoryStoreConformance):
+        def make_store(self, clock):
+            return MyStore(dsn, clock=clock)
+
+Tier 1 pins the protocol for every backend. Tier 2 pins identical match sets over one
+shared corpus for every backend whose ``capabilities().search`` is ``keyword``. Cases
+for optional extensions skip only where the backend declares it lacks them.
+
+This package imports pytest; the store library never imports it.
+"""
+
+from __future__ import annotations
+
+from memory_admin.conformance.kit import MemoryStoreConformance
+from memory_admin.conformance.support import AsyncBridge, FakeClock
+
+__all__ = ["AsyncBridge", "FakeClock", "MemoryStoreConformance"]

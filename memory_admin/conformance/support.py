@@ -1,0 +1,71 @@
+"""Helpers for the conformance kit: a controllable clock and the async bridge."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memory_admin.records import MemoryHit, MemoryRecord
+from memory_admin.store.protocol import ErasureReport, MemoryStore, MemoryStoreCapabilities
+
+EPOCH = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
+class FakeClock:
+    """A clock the tests move by hand. Each reading ticks one millisecond, like time
+    passing between calls, unless frozen."""
+
+    def __init__(self, start: datetime = EPOCH, *, tick: timedelta = timedelta(milliseconds=1)) -> None:
+        self.now = start
+        self.tick = tick
+
+    def __call__(self) -> datetime:
+        current = self.now
+        self.now = self.now + self.tick
+        return current
+
+    def advance(self, **delta: float) -> datetime:
+        self.now = self.now + timedelta(**delta)
+        return self.now
+
+    def peek(self) -> datetime:
+        return self.now
+
+
+class AsyncBridge:
+    """Presents a store's async twins (``awrite``, ``asearch``, …) under the sync names,
+    so every conformance case runs once through each API."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self._runner = asyncio.Runner()
+
+    def write(self, inputs: Sequence[Any]) -> list[MemoryRecord]:
+        return self._runner.run(self._store.awrite(inputs))
+
+    def search(self, query: Any) -> list[MemoryHit]:
+        return self._runner.run(self._store.asearch(query))
+
+    def get(self, record_id: str) -> MemoryRecord | None:
+        return self._runner.run(self._store.aget(record_id))
+
+    def invalidate(self, record_id: str, reason: str | None = None) -> MemoryRecord:
+        return self._runner.run(self._store.ainvalidate(record_id, reason))
+
+    def delete(self, record_id: str) -> bool:
+        return self._runner.run(self._store.adelete(record_id))
+
+    def erase(self, scope: Mapping[str, str]) -> ErasureReport:
+        return self._runner.run(self._store.aerase(scope))  # type: ignore[attr-defined,no-any-return]
+
+    def capabilities(self) -> MemoryStoreCapabilities:
+        return self._store.capabilities()
+
+    def close(self) -> None:
+        self._runner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        # admin-extension calls have no async twin; they pass through unchanged
+        return getattr(self._store, name)

@@ -1,0 +1,1 @@
+"""The Django dashboard over the memory store: the only Django code in memory_admin."""

@@ -1,0 +1,368 @@
+"""The data contract: memory records and the inputs and queries that make them.
+
+Every model here is a frozen pydantic model with ``extra="forbid"``, keyword-only
+construction and timezone-aware UTC datetimes. Backends take and return these models,
+never rows or dicts.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from memory_admin.errors import MemoryValidationError
+from memory_admin.scope import Scope, ScopeMatch, canonical_scope
+
+Kind = Literal["fact", "preference", "episode", "profile"]
+KINDS: tuple[Kind, ...] = ("fact", "preference", "episode", "profile")
+
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_KEY_CHARS = 128
+MAX_PROVENANCE_CHARS = 200
+MAX_REASON_CHARS = 1000
+MAX_QUERY_CHARS = 20_000
+MAX_ID_CHARS = 64
+
+
+def _to_utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+UtcDatetime = Annotated[AwareDatetime, AfterValidator(_to_utc)]
+"""A timezone-aware datetime, normalised to UTC. Naive datetimes are refused."""
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _control_chars(text: str, allowed: str = "") -> bool:
+    return any(unicodedata.category(ch) in ("Cc", "Cs") and ch not in allowed for ch in text)
+
+
+def normalize_tag(tag: str) -> str:
+    """Tags are lower-cased, NFC-normalised and whitespace-collapsed."""
+    cleaned = " ".join(unicodedata.normalize("NFC", tag).lower().split())
+    if not cleaned:
+        raise ValueError("tags must not be blank")
+    if len(cleaned) > MAX_TAG_CHARS:
+        raise ValueError(f"tags hold at most {MAX_TAG_CHARS} characters")
+    if _control_chars(cleaned):
+        raise ValueError("tags must not contain control characters")
+    return cleaned
+
+
+def normalize_tags(tags: Any) -> tuple[str, ...]:
+    if isinstance(tags, str):
+        raise ValueError("tags is a list of strings, not one string")
+    result = tuple(dict.fromkeys(normalize_tag(tag) for tag in tags))
+    if len(result) > MAX_TAGS:
+        raise ValueError(f"at most {MAX_TAGS} tags")
+    return result
+
+
+def normalize_key(key: str) -> str:
+    """Keys are slot names such as ``seat`` or ``travel.seat``: no spaces, bounded."""
+    cleaned = unicodedata.normalize("NFC", key.strip())
+    if not cleaned:
+        raise ValueError("a key must not be blank")
+    if len(cleaned) > MAX_KEY_CHARS:
+        raise ValueError(f"keys hold at most {MAX_KEY_CHARS} characters")
+    if any(ch.isspace() for ch in cleaned) or _control_chars(cleaned):
+        raise ValueError("keys must not contain spaces or control characters")
+    return cleaned
+
+
+def normalize_content(content: str) -> str:
+    cleaned = content.strip()
+    if not cleaned:
+        raise ValueError("content must not be blank")
+    if _control_chars(cleaned, allowed="\n\t"):
+        raise ValueError("content must not contain control characters other than newline and tab")
+    return cleaned
+
+
+def _validate_scope(value: Any) -> Scope:
+    if not isinstance(value, Mapping):
+        raise ValueError("a scope is a mapping of key to value")
+    try:
+        return canonical_scope(value)
+    except MemoryValidationError as exc:
+        raise ValueError(exc.message) from None
+
+
+CanonicalScope = Annotated[Scope, AfterValidator(_validate_scope)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+
+class Provenance(_Model):
+    """Where a memory came from. At least one field is required: a recalled claim
+    nobody can trace is refused at write."""
+
+    source: str | None = None
+    author: str | None = None
+    conversation_id: str | None = None
+    run_id: str | None = None
+
+    @field_validator("source", "author", "conversation_id", "run_id")
+    @classmethod
+    def _clean(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        cleaned = value.strip()
+        if len(cleaned) > MAX_PROVENANCE_CHARS:
+            raise ValueError(f"provenance fields hold at most {MAX_PROVENANCE_CHARS} characters")
+        if _control_chars(cleaned):
+            raise ValueError("provenance must not contain control characters")
+        return cleaned or None
+
+    @model_validator(mode="after")
+    def _traceable(self) -> Provenance:
+        if not (self.source or self.author or self.conversation_id or self.run_id):
+            raise ValueError(
+                "provenance needs at least one of source, author, conversation_id, run_id"
+            )
+        return self
+
+
+# --- targets: a typed pointer into an agent's composition -----------------------------
+
+_Name = Annotated[str, Field(min_length=1, max_length=120)]
+
+
+class BackgroundTarget(_Model):
+    primitive: Literal["background"] = "background"
+    section: Literal["team_context", "project_context", "conventions", "current_state"]
+    key: _Name
+
+
+class JudgmentTarget(_Model):
+    primitive: Literal["judgment"] = "judgment"
+    domain: _Name
+    slot: Literal["heuristics", "constraints", "escalation_triggers"]
+
+
+class ExampleTarget(_Model):
+    primitive: Literal["example"] = "example"
+    judgment_domain: _Name
+
+
+class AwarenessTarget(_Model):
+    primitive: Literal["awareness"] = "awareness"
+
+
+class RecoveryTarget(_Model):
+    primitive: Literal["recovery"] = "recovery"
+
+
+class ManualTarget(_Model):
+    primitive: Literal["manual"] = "manual"
+    capability: _Name
+    section: Literal["workflows"] = "workflows"
+
+
+MemoryTarget = Annotated[
+    BackgroundTarget | JudgmentTarget | ExampleTarget | AwarenessTarget | RecoveryTarget | ManualTarget,
+    Field(discriminator="primitive"),
+]
+
+
+class ExamplePayload(_Model):
+    """The structured form of an ``example`` target."""
+
+    scenario: str = Field(min_length=1)
+    good: str = Field(min_length=1)
+    bad: str | None = None
+    reasoning: str | None = None
+
+
+class AwarenessPayload(_Model):
+    """The structured form of an ``awareness`` target."""
+
+    name: str = Field(min_length=1)
+    description: str = Field(min_length=1)
+    access_method: str = Field(min_length=1)
+
+
+PAYLOAD_SCHEMAS: dict[str, type[_Model]] = {"example": ExamplePayload, "awareness": AwarenessPayload}
+
+Payload = dict[str, JsonValue]
+
+
+def _check_payload(target: Any, payload: Payload | None) -> None:
+    if payload is None:
+        return
+    if target is None:
+        raise ValueError("a payload travels with a target; set target or drop the payload")
+    schema = PAYLOAD_SCHEMAS.get(target.primitive)
+    if schema is not None:
+        schema.model_validate(payload)
+
+
+# --- the record and its inputs ---------------------------------------------------------
+
+
+class _RecordFields(_Model):
+    """Validation shared by a write input and a stored record."""
+
+    @field_validator("content", check_fields=False)
+    @classmethod
+    def _content(cls, value: str) -> str:
+        return normalize_content(value)
+
+    @field_validator("key", check_fields=False)
+    @classmethod
+    def _key(cls, value: str | None) -> str | None:
+        return None if value is None else normalize_key(value)
+
+    @field_validator("tags", mode="before", check_fields=False)
+    @classmethod
+    def _tags(cls, value: Any) -> tuple[str, ...]:
+        return normalize_tags(value)
+
+
+class MemoryWriteInput(_RecordFields):
+    """One record to write. Lifecycle fields (id, times, invalidation, supports) are
+    store-owned and cannot be set here."""
+
+    scope: CanonicalScope
+    kind: Kind
+    content: str
+    provenance: Provenance
+    key: str | None = None
+    tags: tuple[str, ...] = ()
+    target: MemoryTarget | None = None
+    payload: Payload | None = None
+    supersedes: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
+    expires_at: UtcDatetime | None = None
+
+
+    @model_validator(mode="after")
+    def _payload_matches_target(self) -> MemoryWriteInput:
+        _check_payload(self.target, self.payload)
+        return self
+
+
+class MemoryRecord(_RecordFields):
+    """A stored memory: one natural-language fact with its scope, provenance and
+    validity. Corrected by superseding or invalidating, never overwritten."""
+
+    id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    scope: CanonicalScope
+    kind: Kind
+    content: str
+    key: str | None = None
+    tags: tuple[str, ...] = ()
+    provenance: Provenance
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
+    invalid_at: UtcDatetime | None = None
+    invalid_reason: str | None = None
+    superseded_by: str | None = None
+    supersedes: str | None = None
+    expires_at: UtcDatetime | None = None
+    target: MemoryTarget | None = None
+    payload: Payload | None = None
+    supports: tuple[Provenance, ...] = ()
+
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MemoryRecord:
+        _check_payload(self.target, self.payload)
+        if self.updated_at < self.created_at:
+            raise ValueError("updated_at precedes created_at")
+        return self
+
+    @property
+    def is_valid(self) -> bool:
+        """True while the record has not been invalidated (superseded or retired)."""
+        return self.invalid_at is None
+
+    def is_expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+    def is_live(self, now: datetime) -> bool:
+        """Valid and not expired: what search and recall may return."""
+        return self.is_valid and not self.is_expired(now)
+
+
+class MemorySearchQuery(_Model):
+    """A scoped search. Without ``query`` it is a recency listing, newest first."""
+
+    scope: CanonicalScope
+    scope_match: ScopeMatch = "subset"
+    query: str | None = Field(default=None, max_length=MAX_QUERY_CHARS)
+    kinds: tuple[Kind, ...] | None = None
+    tags: tuple[str, ...] | None = None
+    keys: tuple[str, ...] | None = None
+    key_match: Literal["exact", "prefix"] = "exact"
+    agent: str | None = Field(default=None, min_length=1, max_length=200)
+    as_of: UtcDatetime | None = None
+    include_invalidated: bool = False
+    limit: int = Field(default=10, ge=0)
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags(cls, value: Any) -> tuple[str, ...] | None:
+        return None if value is None else normalize_tags(value)
+
+    @field_validator("keys", mode="before")
+    @classmethod
+    def _keys(cls, value: Any) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            raise ValueError("keys is a list of strings, not one string")
+        return tuple(dict.fromkeys(normalize_key(key) for key in value))
+
+
+class MemoryHit(_Model):
+    """One search result. Order is contractual; ``score`` is optional and backend-specific."""
+
+    record: MemoryRecord
+    score: float | None = None
+
+
+# --- turning pydantic's errors into ours ---------------------------------------------
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validation_problems(exc: ValidationError) -> list[dict[str, str]]:
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc = ".".join(str(part) for part in error["loc"]) or "input"
+        msg = error["msg"].removeprefix("Value error, ")
+        problems.append({"loc": loc, "msg": msg})
+    return problems
+
+
+def parse_model(model: type[M], data: M | Mapping[str, Any], *, what: str | None = None) -> M:
+    """Validate ``data`` as ``model``; a failure is a :class:`MemoryValidationError`."""
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = validation_problems(exc)
+        label = what or model.__name__
+        summary = "; ".join(f"{p['loc']}: {p['msg']}" for p in problems[:5])
+        raise MemoryValidationError(f"Invalid {label}: {summary}", problems) from None

@@ -1,0 +1,149 @@
+"""Canonical scopes and the rules for matching them.
+
+A scope is a flat ``dict[str, str]`` such as ``{"tenant": "acme", "user": "u_42"}``.
+It always holds a non-blank ``tenant`` (there is no default tenant: a default is one
+typo away from every tenant), keys look like identifiers, values are trimmed and
+bounded, and it is stored with sorted keys so equal scopes are equal strings.
+
+Two ways a filter matches a record's scope:
+
+``subset``
+    the record's scope contains every pair of the filter. ``{tenant: acme}`` finds
+    tenant-wide records and every user's records in that tenant.
+``visible``
+    every pair of the record's scope is in the viewer's scope: "shared and mine,
+    never theirs". ``{tenant: acme, user: u1}`` sees ``{tenant: acme}`` records and
+    u1's, not u2's.
+
+The reserved ``agent`` key partitions memory between agents: a record is visible to
+agent ``me`` when its scope has no ``agent`` key or ``agent == me``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Literal
+
+from memory_admin.errors import MemoryValidationError
+
+Scope = dict[str, str]
+ScopeMatch = Literal["subset", "visible"]
+
+TENANT_KEY = "tenant"
+AGENT_KEY = "agent"
+MAX_SCOPE_PAIRS = 16
+MAX_SCOPE_KEY_CHARS = 64
+MAX_SCOPE_VALUE_CHARS = 200
+
+_KEY_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def _has_control_chars(text: str) -> bool:
+    return any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in text)
+
+
+def scope_problems(scope: object, *, loc: str = "scope") -> list[dict[str, str]]:
+    """Every way ``scope`` breaks the scope rules, as ``{"loc", "msg"}`` entries."""
+    if not isinstance(scope, Mapping):
+        return [{"loc": loc, "msg": "a scope is a mapping of key to value"}]
+    problems: list[dict[str, str]] = []
+    if len(scope) > MAX_SCOPE_PAIRS:
+        problems.append({"loc": loc, "msg": f"at most {MAX_SCOPE_PAIRS} scope pairs"})
+    for key, value in scope.items():
+        where = f"{loc}.{key}"
+        if not isinstance(key, str) or not _KEY_PATTERN.fullmatch(key):
+            problems.append(
+                {"loc": where, "msg": "scope keys look like [a-z][a-z0-9_]* (e.g. tenant, user)"}
+            )
+        elif len(key) > MAX_SCOPE_KEY_CHARS:
+            problems.append({"loc": where, "msg": f"scope keys hold at most {MAX_SCOPE_KEY_CHARS} characters"})
+        if not isinstance(value, str):
+            problems.append({"loc": where, "msg": "scope values are strings"})
+            continue
+        trimmed = value.strip()
+        if not trimmed:
+            problems.append({"loc": where, "msg": "scope values must not be blank"})
+        elif len(trimmed) > MAX_SCOPE_VALUE_CHARS:
+            problems.append(
+                {"loc": where, "msg": f"scope values hold at most {MAX_SCOPE_VALUE_CHARS} characters"}
+            )
+        elif _has_control_chars(trimmed):
+            problems.append({"loc": where, "msg": "scope values must not contain control characters"})
+    tenant = scope.get(TENANT_KEY)
+    if not (isinstance(tenant, str) and tenant.strip()):
+        problems.append(
+            {"loc": f"{loc}.{TENANT_KEY}", "msg": "every scope needs a non-blank tenant; there is no default"}
+        )
+    return problems
+
+
+def canonical_scope(scope: Mapping[str, str], *, loc: str = "scope") -> Scope:
+    """Validate ``scope`` and return it trimmed, NFC-normalised, with sorted keys.
+
+    Raises :class:`MemoryValidationError` listing every problem at once.
+    """
+    problems = scope_problems(scope, loc=loc)
+    if problems:
+        raise MemoryValidationError(f"Invalid {loc}: " + "; ".join(p["msg"] for p in problems), problems)
+    return {key: unicodedata.normalize("NFC", scope[key].strip()) for key in sorted(scope)}
+
+
+def scope_json(scope: Mapping[str, str]) -> str:
+    """The canonical string form of a (canonical) scope, used as a storage key."""
+    return json.dumps(dict(sorted(scope.items())), ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_scope_text(text: str) -> Scope:
+    """Parse ``tenant=acme,user=u1`` (the dashboard's and the CLI's form) into a scope.
+
+    The result is validated; a malformed pair raises :class:`MemoryValidationError`.
+    """
+    pairs: dict[str, str] = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise MemoryValidationError(
+                f"Scope pair {part.strip()!r} needs the form key=value.",
+                [{"loc": "scope", "msg": f"{part.strip()!r} is not key=value"}],
+            )
+        key = key.strip()
+        if key in pairs:
+            raise MemoryValidationError(
+                f"Scope key {key!r} is given twice.", [{"loc": f"scope.{key}", "msg": "duplicate key"}]
+            )
+        pairs[key] = value
+    return canonical_scope(pairs)
+
+
+def format_scope(scope: Mapping[str, str]) -> str:
+    """The inverse of :func:`parse_scope_text`: ``tenant=acme,user=u1``."""
+    return ",".join(f"{key}={scope[key]}" for key in sorted(scope))
+
+
+def is_subset_match(record_scope: Mapping[str, str], scope_filter: Mapping[str, str]) -> bool:
+    """True when the record's scope contains every pair of the filter."""
+    return all(record_scope.get(key) == value for key, value in scope_filter.items())
+
+
+def is_visible_match(record_scope: Mapping[str, str], viewer: Mapping[str, str]) -> bool:
+    """True when every pair of the record's scope is in the viewer's scope."""
+    return all(viewer.get(key) == value for key, value in record_scope.items())
+
+
+def scope_matches(record_scope: Mapping[str, str], scope_filter: Mapping[str, str], mode: ScopeMatch) -> bool:
+    if mode == "subset":
+        return is_subset_match(record_scope, scope_filter)
+    return is_visible_match(record_scope, scope_filter)
+
+
+def visible_to_agent(record_scope: Mapping[str, str], agent: str | None) -> bool:
+    """The agent convention: shared records (no ``agent`` key) and the agent's own."""
+    if agent is None:
+        return True
+    owner = record_scope.get(AGENT_KEY)
+    return owner is None or owner == agent

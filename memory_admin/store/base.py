@@ -1,0 +1,592 @@
+"""The public store API, written once over a few backend primitives.
+
+:class:`BaseMemoryStore` validates input, stamps ids and times, plans a write batch
+(supersedes, key upserts, the batch tie), runs it in one backend transaction and emits
+events after commit. A backend implements a transaction object and a listing
+primitive; every rule in :mod:`memory_admin.store.protocol` lives here, not in the
+backends, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from memory_admin.errors import (
+    MemoryConflictError,
+    MemoryLimitError,
+    MemoryNotFoundError,
+    MemoryScopeError,
+    MemoryValidationError,
+)
+from memory_admin.events import (
+    EventSink,
+    MemoryRecallEvent,
+    MemorySearchEvent,
+    MemoryWriteEvent,
+    agent_of,
+    deliver,
+    preview,
+)
+from memory_admin.records import (
+    MAX_ID_CHARS,
+    MAX_REASON_CHARS,
+    MemoryHit,
+    MemoryRecord,
+    MemorySearchQuery,
+    MemoryWriteInput,
+    parse_model,
+    utc_now,
+)
+from memory_admin.scope import Scope, canonical_scope, scope_json
+from memory_admin.store.ids import IdFactory
+from memory_admin.store.protocol import (
+    ChainLink,
+    ErasureReport,
+    MemoryStoreCapabilities,
+    RecordListQuery,
+    RecordPage,
+    ScopeCounts,
+    ScopeFacet,
+    SearchQueryLike,
+    WriteInputLike,
+)
+from memory_admin.tokenize import unique_tokens
+
+Clock = Callable[[], datetime]
+
+MAX_QUERY_TOKENS = 64
+"""Distinct query tokens a search matches on; later ones are ignored (documented)."""
+
+MAX_CHAIN_LENGTH = 1000
+DEFAULT_MAX_CONTENT_CHARS = 10_000
+DEFAULT_MAX_LIMIT = 1000
+DEFAULT_MAX_BATCH = 10_000
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where the next page starts: after ``(created_us, seq)`` for a recency listing,
+    at ``offset`` for a ranked one."""
+
+    created_us: int | None = None
+    seq: int | None = None
+    offset: int | None = None
+
+    def encode(self) -> str:
+        if self.offset is not None:
+            return f"o{self.offset}"
+        return f"r{self.created_us}.{self.seq}"
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        try:
+            if text.startswith("o"):
+                offset = int(text[1:])
+                if offset < 0:
+                    raise ValueError
+                return cls(offset=offset)
+            if text.startswith("r"):
+                created, _, seq = text[1:].partition(".")
+                return cls(created_us=int(created), seq=int(seq))
+        except ValueError:
+            pass
+        raise MemoryValidationError(
+            "That page cursor is not one this store issued; start from the first page.",
+            [{"loc": "cursor", "msg": "malformed cursor"}],
+        )
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """A validated search, ready for a backend."""
+
+    query: MemorySearchQuery
+    tokens: tuple[str, ...]
+    now: datetime
+    limit: int
+    include_expired: bool = False
+    cursor: Cursor | None = None
+
+    @property
+    def ranked(self) -> bool:
+        return self.query.query is not None
+
+
+@dataclass
+class Invalidation:
+    record_id: str
+    at: datetime
+    reason: str | None
+    superseded_by: str | None = None
+
+
+class WriteTransaction(Protocol):
+    """The primitives a backend offers inside one atomic write transaction."""
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
+    def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None: ...
+    def insert(self, records: Sequence[MemoryRecord]) -> None: ...
+    def invalidate(self, change: Invalidation) -> None: ...
+    def delete(self, record_id: str) -> bool: ...
+    def erase(self, scope: Scope, now: datetime, *, dry_run: bool) -> ErasureReport: ...
+
+
+@dataclass
+class _Batch:
+    records: list[MemoryRecord] = field(default_factory=list)
+    invalidations: list[Invalidation] = field(default_factory=list)
+
+
+def now_us(moment: datetime) -> int:
+    """Microseconds since the epoch: the integer time every SQL backend compares on."""
+    return (int(moment.timestamp()) * 1_000_000) + moment.microsecond
+
+
+def clean_reason(reason: str | None) -> str | None:
+    if reason is None:
+        return None
+    cleaned = " ".join(reason.split())
+    if len(cleaned) > MAX_REASON_CHARS:
+        raise MemoryValidationError(
+            f"An invalidation reason holds at most {MAX_REASON_CHARS} characters.",
+            [{"loc": "reason", "msg": "too long"}],
+        )
+    return cleaned or None
+
+
+def _check_id(record_id: object) -> str:
+    if not isinstance(record_id, str) or not record_id or len(record_id) > MAX_ID_CHARS:
+        raise MemoryValidationError(
+            "A record id is a non-empty string of at most 64 characters.",
+            [{"loc": "record_id", "msg": "invalid record id"}],
+        )
+    return record_id
+
+
+class BaseMemoryStore(ABC):
+    """The public API of every backend. Subclasses implement the primitives below."""
+
+    backend_name = "memory_store"
+
+    def __init__(self, *, clock: Clock = utc_now, sinks: Iterable[EventSink] = ()) -> None:
+        self._clock = clock
+        self._sinks: list[EventSink] = list(sinks)
+        self._ids = IdFactory()
+
+    # --- primitives ---------------------------------------------------------------
+
+    @abstractmethod
+    def capabilities(self) -> MemoryStoreCapabilities: ...
+
+    @abstractmethod
+    def _transaction(self) -> AbstractContextManager[WriteTransaction]:
+        """An atomic, serialised write transaction; rolled back if the block raises."""
+
+    @abstractmethod
+    def _get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        """The records with these ids that exist (corrupt rows raise)."""
+
+    @abstractmethod
+    def _list(self, plan: SearchPlan) -> tuple[list[MemoryHit], Cursor | None]:
+        """One page of a search plan, and the cursor of the next page (if any)."""
+
+    @abstractmethod
+    def _scope_facets(self, scope: Scope | None, values_per_key: int) -> list[ScopeFacet]: ...
+
+    @abstractmethod
+    def _count_records(self, plan: SearchPlan) -> ScopeCounts: ...
+
+    def _after_forget(self) -> None:
+        """Called after a delete or erase commits; backends scrub their files here."""
+
+    def close(self) -> None:
+        """Release resources. The default store holds none."""
+
+    # --- events -------------------------------------------------------------------
+
+    def add_sink(self, sink: EventSink) -> None:
+        """Deliver every future event to ``sink`` too."""
+        self._sinks.append(sink)
+
+    def emit(self, event: MemoryWriteEvent | MemorySearchEvent | MemoryRecallEvent) -> None:
+        deliver(self._sinks, event)
+
+    # --- write --------------------------------------------------------------------
+
+    def write(self, inputs: Sequence[WriteInputLike]) -> list[MemoryRecord]:
+        items = self._validate_batch(inputs)
+        if not items:
+            return []
+        with self._transaction() as tx:
+            batch = self._plan_batch(tx, items)
+            for change in batch.invalidations:
+                tx.invalidate(change)
+            tx.insert(batch.records)
+        self._emit_writes(batch)
+        return batch.records
+
+    def _validate_batch(self, inputs: Sequence[WriteInputLike]) -> list[MemoryWriteInput]:
+        if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Sequence):
+            raise MemoryValidationError(
+                "write() takes a list of inputs, even for a single record.",
+                [{"loc": "inputs", "msg": "expected a list"}],
+            )
+        caps = self.capabilities()
+        if len(inputs) > caps.max_batch:
+            raise MemoryLimitError(
+                f"A batch holds at most {caps.max_batch} inputs; split it.",
+                limit=caps.max_batch,
+                size=len(inputs),
+            )
+        items = [parse_model(MemoryWriteInput, item, what=f"input {i}") for i, item in enumerate(inputs)]
+        for index, item in enumerate(items):
+            if len(item.content) > caps.max_content_chars:
+                raise MemoryLimitError(
+                    f"Input {index}: content has {len(item.content)} characters; "
+                    f"{caps.backend} holds at most {caps.max_content_chars}. "
+                    "Store one fact per record.",
+                    index=index,
+                    limit=caps.max_content_chars,
+                    size=len(item.content),
+                )
+        return items
+
+    def _plan_batch(self, tx: WriteTransaction, items: list[MemoryWriteInput]) -> _Batch:
+        """Resolve every input's predecessor, then stamp the batch with one ``now``.
+
+        A predecessor is the record an input supersedes: named explicitly, or the valid
+        holder of its ``(scope, kind, key)`` slot, or an earlier input of this batch.
+        """
+        explicit = tx.get_many({item.supersedes for item in items if item.supersedes})
+        stored: list[MemoryRecord | None] = []  # predecessor already in the store
+        in_batch: list[int | None] = []  # or: index of an earlier input
+        retired: set[str] = set()
+        slots: dict[tuple[str, str, str], int] = {}
+        for index, item in enumerate(items):
+            predecessor = self._explicit_predecessor(index, item, explicit)
+            earlier: int | None = None
+            if item.key is not None:
+                slot = (scope_json(item.scope), item.kind, item.key)
+                earlier = slots.get(slot)
+                holder = None if earlier is not None else tx.find_valid_keyed(item.scope, item.kind, item.key)
+                if holder is not None and holder.id in retired:
+                    holder = None  # an earlier input of this batch already superseded it
+                if predecessor is not None and (earlier is not None or (holder and holder.id != predecessor.id)):
+                    held_by = holder.id if holder else f"input {earlier} of this batch"
+                    raise MemoryConflictError(
+                        f"Input {index} supersedes {predecessor.id!r}, but the key {item.key!r} is held "
+                        f"by {held_by}. Supersede that record or choose another key. Nothing was written.",
+                        index=index,
+                        record_id=predecessor.id,
+                        key_holder=held_by,
+                    )
+                predecessor = predecessor or holder
+                slots[slot] = index
+            if predecessor is not None:
+                if predecessor.id in retired:
+                    raise MemoryConflictError(
+                        f"Input {index} supersedes {predecessor.id!r}, which an earlier input of this "
+                        "batch already supersedes; a record has one successor. Nothing was written.",
+                        index=index,
+                        record_id=predecessor.id,
+                    )
+                retired.add(predecessor.id)
+            stored.append(predecessor)
+            in_batch.append(earlier)
+
+        # one now for the batch, never earlier than a version it supersedes (clock skew)
+        now = max([self._clock(), *(p.updated_at for p in stored if p is not None)])
+        for index, item in enumerate(items):
+            if item.expires_at is not None and item.expires_at <= now:
+                raise MemoryValidationError(
+                    f"Input {index}: expires_at must be in the future.",
+                    [{"loc": f"{index}.expires_at", "msg": "must be in the future"}],
+                )
+        ids = [self._ids.new(now) for _ in items]
+        successor: dict[int, str] = {}
+        batch = _Batch()
+        for index, (predecessor, earlier) in enumerate(zip(stored, in_batch, strict=True)):
+            if predecessor is not None:
+                batch.invalidations.append(Invalidation(predecessor.id, now, "superseded", superseded_by=ids[index]))
+            if earlier is not None:
+                successor[earlier] = ids[index]
+        for index, item in enumerate(items):
+            predecessor_id = stored[index].id if stored[index] else None
+            if in_batch[index] is not None:
+                predecessor_id = ids[in_batch[index]]  # type: ignore[index]
+            retired_now = index in successor
+            batch.records.append(
+                MemoryRecord(
+                    id=ids[index],
+                    scope=item.scope,
+                    kind=item.kind,
+                    content=item.content,
+                    key=item.key,
+                    tags=item.tags,
+                    provenance=item.provenance,
+                    created_at=now,
+                    updated_at=now,
+                    supersedes=predecessor_id,
+                    expires_at=item.expires_at,
+                    target=item.target,
+                    payload=item.payload,
+                    invalid_at=now if retired_now else None,
+                    invalid_reason="superseded" if retired_now else None,
+                    superseded_by=successor.get(index),
+                )
+            )
+        return batch
+
+    @staticmethod
+    def _explicit_predecessor(
+        index: int, item: MemoryWriteInput, explicit: dict[str, MemoryRecord]
+    ) -> MemoryRecord | None:
+        if item.supersedes is None:
+            return None
+        predecessor = explicit.get(item.supersedes)
+        if predecessor is None:
+            raise MemoryNotFoundError(
+                item.supersedes,
+                f"Input {index} supersedes {item.supersedes!r}, which does not exist. Nothing was written.",
+            )
+        if predecessor.scope != item.scope:
+            raise MemoryScopeError(
+                f"Input {index} supersedes {item.supersedes!r}, which lives in another scope; a "
+                "correction is written in the scope of the record it corrects. Nothing was written.",
+                index=index,
+                record_id=item.supersedes,
+            )
+        if predecessor.invalid_at is not None:
+            raise MemoryConflictError(
+                f"Input {index} supersedes {item.supersedes!r}, which is already invalid"
+                + (f" (superseded by {predecessor.superseded_by})" if predecessor.superseded_by else "")
+                + ". Supersede the current version instead. Nothing was written.",
+                index=index,
+                record_id=item.supersedes,
+                superseded_by=predecessor.superseded_by,
+            )
+        return predecessor
+
+    def _emit_writes(self, batch: _Batch) -> None:
+        if not self._sinks:
+            return
+        now = batch.records[0].created_at
+        by_scope: dict[str, list[MemoryRecord]] = {}
+        for record in batch.records:
+            by_scope.setdefault(scope_json(record.scope), []).append(record)
+        for records in by_scope.values():
+            scope = records[0].scope
+            self.emit(
+                MemoryWriteEvent(
+                    at=now,
+                    scope=scope,
+                    agent=agent_of(scope),
+                    count=len(records),
+                    record_ids=[r.id for r in records],
+                    kinds=dict(Counter(r.kind for r in records)),
+                    superseded_ids=[r.supersedes for r in records if r.supersedes],
+                )
+            )
+
+    # --- read ---------------------------------------------------------------------
+
+    def get(self, record_id: str) -> MemoryRecord | None:
+        return self._get_many([_check_id(record_id)]).get(record_id)
+
+    def _plan(
+        self,
+        query: SearchQueryLike,
+        *,
+        include_expired: bool = False,
+        cursor: str | None = None,
+    ) -> SearchPlan:
+        parsed = parse_model(MemorySearchQuery, query, what="search query")
+        caps = self.capabilities()
+        if parsed.limit > caps.max_limit:
+            raise MemoryValidationError(
+                f"limit is {parsed.limit}; {caps.backend} returns at most {caps.max_limit} per call.",
+                [{"loc": "limit", "msg": f"at most {caps.max_limit}"}],
+            )
+        tokens = tuple(unique_tokens(parsed.query)[:MAX_QUERY_TOKENS]) if parsed.query is not None else ()
+        decoded = Cursor.decode(cursor) if cursor else None
+        if decoded is not None and (decoded.offset is not None) != (parsed.query is not None):
+            raise MemoryValidationError(
+                "That page cursor belongs to a different listing; start from the first page.",
+                [{"loc": "cursor", "msg": "cursor does not match the query"}],
+            )
+        return SearchPlan(
+            query=parsed,
+            tokens=tokens,
+            now=self._clock(),
+            limit=parsed.limit,
+            include_expired=include_expired,
+            cursor=decoded,
+        )
+
+    def search(self, query: SearchQueryLike) -> list[MemoryHit]:
+        started = time.perf_counter()
+        plan = self._plan(query)
+        hits = self._run(plan)[0]
+        if self._sinks:
+            text, clipped = preview(plan.query.query)
+            self.emit(
+                MemorySearchEvent(
+                    at=plan.now,
+                    scope=plan.query.scope,
+                    agent=plan.query.agent or agent_of(plan.query.scope),
+                    scope_match=plan.query.scope_match,
+                    query_preview=text,
+                    query_clipped=clipped,
+                    count=len(hits),
+                    limit=plan.limit,
+                    record_ids=[hit.record.id for hit in hits],
+                    duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                )
+            )
+        return hits
+
+    def _run(self, plan: SearchPlan) -> tuple[list[MemoryHit], Cursor | None]:
+        if plan.limit == 0 or (plan.ranked and not plan.tokens):
+            # a query with no letters or digits shares no token with any record
+            return [], None
+        return self._list(plan)
+
+    # --- curation -----------------------------------------------------------------
+
+    def invalidate(self, record_id: str, reason: str | None = None) -> MemoryRecord:
+        _check_id(record_id)
+        cleaned = clean_reason(reason)
+        with self._transaction() as tx:
+            current = tx.get_many([record_id]).get(record_id)
+            if current is None:
+                raise MemoryNotFoundError(record_id)
+            if current.invalid_at is not None:
+                return current
+            now = max(self._clock(), current.updated_at)
+            tx.invalidate(Invalidation(record_id, now, cleaned))
+        return current.model_copy(update={"invalid_at": now, "invalid_reason": cleaned, "updated_at": now})
+
+    def delete(self, record_id: str) -> bool:
+        _check_id(record_id)
+        with self._transaction() as tx:
+            existed = tx.delete(record_id)
+        if existed:
+            self._after_forget()
+        return existed
+
+    # --- erasure extension --------------------------------------------------------
+
+    def erase(self, scope: Mapping[str, str]) -> ErasureReport:
+        canonical = canonical_scope(scope)
+        with self._transaction() as tx:
+            report = tx.erase(canonical, self._clock(), dry_run=False)
+        self._after_forget()
+        return report
+
+    def preview_erase(self, scope: Mapping[str, str]) -> ErasureReport:
+        canonical = canonical_scope(scope)
+        with self._transaction() as tx:
+            return tx.erase(canonical, self._clock(), dry_run=True)
+
+    # --- admin extension ----------------------------------------------------------
+
+    def list_records(self, query: RecordListQuery) -> RecordPage:
+        plan = self._plan(query.search, include_expired=query.include_expired, cursor=query.cursor)
+        hits, cursor = self._run(plan)
+        return RecordPage(hits=hits, next_cursor=cursor.encode() if cursor else None)
+
+    def iter_records(self, query: RecordListQuery, *, page_size: int = 500) -> Iterator[MemoryRecord]:
+        """Every record of a listing, page by page (bounded memory, for exports)."""
+        search = query.search.model_copy(update={"limit": page_size})
+        cursor = query.cursor
+        while True:
+            page = self.list_records(query.model_copy(update={"search": search, "cursor": cursor}))
+            for hit in page.hits:
+                yield hit.record
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def scope_facets(
+        self, scope: Mapping[str, str] | None = None, *, values_per_key: int = 50
+    ) -> list[ScopeFacet]:
+        return self._scope_facets(canonical_scope(scope) if scope is not None else None, values_per_key)
+
+    def count_records(self, scope: Mapping[str, str], *, scope_match: str = "subset") -> ScopeCounts:
+        plan = self._plan(
+            {"scope": scope, "scope_match": scope_match, "include_invalidated": True, "limit": 0},
+            include_expired=True,
+        )
+        return self._count_records(plan)
+
+    def chain(self, record_id: str) -> list[ChainLink]:
+        start = self.get(record_id)
+        if start is None:
+            raise MemoryNotFoundError(record_id)
+        older: list[ChainLink] = []
+        cursor: MemoryRecord | None = start
+        seen = {start.id}
+        while cursor is not None and cursor.supersedes and len(seen) < MAX_CHAIN_LENGTH:
+            prev_id = cursor.supersedes
+            if prev_id in seen:
+                break
+            seen.add(prev_id)
+            cursor = self.get(prev_id)
+            older.append(ChainLink(id=prev_id, record=cursor))
+        newer: list[ChainLink] = []
+        cursor = start
+        while cursor is not None and cursor.superseded_by and len(seen) < MAX_CHAIN_LENGTH:
+            next_id = cursor.superseded_by
+            if next_id in seen:
+                break
+            seen.add(next_id)
+            cursor = self.get(next_id)
+            newer.append(ChainLink(id=next_id, record=cursor))
+        return [*reversed(older), ChainLink(id=start.id, record=start), *newer]
+
+    # --- async twins --------------------------------------------------------------
+    # Backends without a native async driver run the sync call in a worker thread.
+
+    async def awrite(self, inputs: Sequence[WriteInputLike]) -> list[MemoryRecord]:
+        return await asyncio.to_thread(self.write, inputs)
+
+    async def asearch(self, query: SearchQueryLike) -> list[MemoryHit]:
+        return await asyncio.to_thread(self.search, query)
+
+    async def aget(self, record_id: str) -> MemoryRecord | None:
+        return await asyncio.to_thread(self.get, record_id)
+
+    async def ainvalidate(self, record_id: str, reason: str | None = None) -> MemoryRecord:
+        return await asyncio.to_thread(self.invalidate, record_id, reason)
+
+    async def adelete(self, record_id: str) -> bool:
+        return await asyncio.to_thread(self.delete, record_id)
+
+    async def aerase(self, scope: Mapping[str, str]) -> ErasureReport:
+        return await asyncio.to_thread(self.erase, scope)
+
+    def __enter__(self) -> BaseMemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = [
+    "BaseMemoryStore",
+    "Clock",
+    "Cursor",
+    "Invalidation",
+    "MemoryRecallEvent",
+    "SearchPlan",
+    "WriteTransaction",
+    "now_us",
+]

@@ -1,0 +1,39 @@
+"""Record ids: ``mem_`` + a ULID (Crockford base32, 26 characters).
+
+ULIDs sort by creation time; within one millisecond this generator increments the
+random part, so the ids of one batch sort in input order.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from datetime import datetime
+
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+PREFIX = "mem_"
+
+
+def _encode(value: int) -> str:
+    chars = []
+    for _ in range(26):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+class IdFactory:
+    """Thread-safe, monotonic ULID ids."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = 0
+
+    def new(self, at: datetime) -> str:
+        millis = int(at.timestamp() * 1000) & ((1 << 48) - 1)
+        with self._lock:
+            candidate = (millis << 80) | secrets.randbits(80)
+            if candidate <= self._last:
+                candidate = self._last + 1
+            self._last = candidate
+        return PREFIX + _encode(candidate)

@@ -1,0 +1,252 @@
+"""The store contract: what every backend promises, stated once.
+
+:class:`MemoryStore` is the protocol agents and hosts code against. Optional abilities
+(erasure, the admin listing the dashboard needs) are separate small protocols, and a
+backend declares which it has in :meth:`MemoryStore.capabilities`; a consumer checks
+them once, at bind time, with :func:`require_memory`. The conformance kit
+(:mod:`memory_admin.conformance`) pins every promise written here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory_admin.errors import CapabilityError
+from memory_admin.records import (
+    MemoryHit,
+    MemoryRecord,
+    MemorySearchQuery,
+    MemoryWriteInput,
+    UtcDatetime,
+)
+from memory_admin.scope import Scope, ScopeMatch
+
+SearchKind = Literal["keyword", "semantic", "hybrid"]
+
+WriteInputLike = MemoryWriteInput | Mapping[str, Any]
+SearchQueryLike = MemorySearchQuery | Mapping[str, Any]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MemoryStoreCapabilities(_Frozen):
+    """What a backend can do, and the limits it holds inputs to."""
+
+    backend: str
+    search: SearchKind
+    erasure: bool = False
+    admin: bool = False
+    events: bool = False
+    max_content_chars: int
+    max_limit: int
+    max_batch: int
+
+
+class MemoryNeeds(_Frozen):
+    """What a consumer needs from a store; checked by :func:`require_memory`."""
+
+    search: SearchKind | None = None
+    erasure: bool = False
+    admin: bool = False
+    events: bool = False
+
+
+def require_memory(store: MemoryStore, needs: MemoryNeeds) -> MemoryStoreCapabilities:
+    """Check ``store`` against ``needs`` once, at bind time.
+
+    Raises one :class:`CapabilityError` naming every missing capability, so a plan that
+    needs semantic search and erasure learns both at startup rather than discovering an
+    empty result a month later. Returns the store's capabilities.
+    """
+    caps = store.capabilities()
+    missing: list[str] = []
+    if needs.search is not None:
+        # a hybrid backend serves keyword and semantic needs alike
+        if caps.search != needs.search and caps.search != "hybrid":
+            missing.append(f"search={needs.search}")
+    for flag in ("erasure", "admin", "events"):
+        if getattr(needs, flag) and not getattr(caps, flag):
+            missing.append(flag)
+    if missing:
+        raise CapabilityError(caps.backend, missing)
+    return caps
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """A scoped, invalidation-first store of memory records.
+
+    Records are corrected by superseding or invalidating, never overwritten; only
+    :meth:`delete` (host-only) truly forgets. Every method has an ``a``-prefixed async
+    twin with the same semantics.
+    """
+
+    def write(self, inputs: Sequence[WriteInputLike]) -> list[MemoryRecord]:
+        """Write a batch, all or nothing, and return the records in input order.
+
+        Any invalid input, an unknown ``supersedes`` id, a ``supersedes`` in another
+        scope, or superseding an already invalid record rejects the whole batch and
+        changes nothing. The batch shares one ``now`` (``created_at``); within it the
+        last input counts as newest. ``supersedes`` invalidates the old record in the
+        same transaction and links both ways. Writing a live ``(scope, kind, key)``
+        again supersedes the record holding that slot (the profile upsert).
+        """
+        ...
+
+    def search(self, query: SearchQueryLike) -> list[MemoryHit]:
+        """Scoped search; the scope filter is required.
+
+        With ``query``: records sharing at least one :func:`~memory_admin.tokenize.tokenize`
+        token with it (content or tags), by relevance (BM25-family) then recency. Without:
+        a recency listing, newest first, ties in reverse batch order. Invalidated records
+        are excluded unless ``include_invalidated``; expired records never appear.
+        ``limit=0`` returns ``[]``; a negative limit or one above the backend's maximum
+        is a validation error.
+        """
+        ...
+
+    def get(self, record_id: str) -> MemoryRecord | None:
+        """The record, invalidated and expired ones included; ``None`` if unknown."""
+        ...
+
+    def invalidate(self, record_id: str, reason: str | None = None) -> MemoryRecord:
+        """Mark a record invalid (kept for audit) and return it.
+
+        Sets ``invalid_at``, ``invalid_reason`` and ``updated_at``. Repeating it is a
+        no-op that keeps the first reason. Unknown id → :class:`MemoryNotFoundError`.
+        """
+        ...
+
+    def delete(self, record_id: str) -> bool:
+        """Truly forget one record (host-only; never on the agent toolbox).
+
+        The record, its index entries and its content in any derived table are gone;
+        chain links that pointed at it become content-free tombstones. Returns whether
+        the record existed.
+        """
+        ...
+
+    def capabilities(self) -> MemoryStoreCapabilities:
+        """What this backend can do and the limits it holds inputs to."""
+        ...
+
+    async def awrite(self, inputs: Sequence[WriteInputLike]) -> list[MemoryRecord]: ...
+    async def asearch(self, query: SearchQueryLike) -> list[MemoryHit]: ...
+    async def aget(self, record_id: str) -> MemoryRecord | None: ...
+    async def ainvalidate(self, record_id: str, reason: str | None = None) -> MemoryRecord: ...
+    async def adelete(self, record_id: str) -> bool: ...
+
+    def close(self) -> None:
+        """Release connections; the store is unusable afterwards."""
+        ...
+
+
+# --- the erasure extension -------------------------------------------------------------
+
+
+class ErasureReport(_Frozen):
+    """What an erasure removed (or, for a preview, would remove). Never holds content."""
+
+    scope: Scope
+    dry_run: bool
+    records: int
+    by_kind: dict[str, int]
+    events: int
+    scopes: list[Scope]
+    sample_ids: list[str] = Field(default_factory=list)
+    at: UtcDatetime
+
+
+@runtime_checkable
+class ErasableMemoryStore(MemoryStore, Protocol):
+    """Erasure of everything stored under a scope (``capabilities().erasure``)."""
+
+    def erase(self, scope: Mapping[str, str]) -> ErasureReport:
+        """Remove every record whose scope contains the filter's pairs, their index
+        entries and the events about them, in one transaction: a concurrent reader sees
+        all of it or none of it. It stops exactly at the scope given (``user=u1`` never
+        touches ``user=u10``). Erased content does not survive in the store's files."""
+        ...
+
+    def preview_erase(self, scope: Mapping[str, str]) -> ErasureReport:
+        """What :meth:`erase` would remove, without removing anything."""
+        ...
+
+    async def aerase(self, scope: Mapping[str, str]) -> ErasureReport: ...
+
+
+# --- the admin listing extension ------------------------------------------------------
+
+
+class RecordListQuery(_Frozen):
+    """The dashboard's listing: a search query plus the admin-only switches."""
+
+    search: MemorySearchQuery
+    include_expired: bool = False
+    cursor: str | None = Field(default=None, max_length=200)
+
+
+class RecordPage(_Frozen):
+    hits: list[MemoryHit]
+    next_cursor: str | None = None
+
+
+class ScopeValueCount(_Frozen):
+    value: str
+    records: int
+
+
+class ScopeFacet(_Frozen):
+    key: str
+    records: int
+    values: list[ScopeValueCount]
+    more_values: bool = False
+
+
+class ScopeCounts(_Frozen):
+    """Record counts under a scope filter (subset match)."""
+
+    total: int
+    live: int
+    invalidated: int
+    expired: int
+    by_kind: dict[str, int]
+
+
+class ChainLink(_Frozen):
+    """One version in an invalidation chain; ``record`` is ``None`` for a tombstone
+    (a deleted record: only its id survives, in its neighbours' links)."""
+
+    id: str
+    record: MemoryRecord | None
+
+
+@runtime_checkable
+class AdminMemoryStore(MemoryStore, Protocol):
+    """Listing, facets and chains for curation tools (``capabilities().admin``)."""
+
+    def list_records(self, query: RecordListQuery) -> RecordPage:
+        """A page of :meth:`search` results that can also show expired records. Without
+        a text query pages are keyset-paginated (``next_cursor``), stable under
+        concurrent writes."""
+        ...
+
+    def scope_facets(
+        self, scope: Mapping[str, str] | None = None, *, values_per_key: int = 50
+    ) -> list[ScopeFacet]:
+        """Distinct scope keys and values with record counts, among records whose scope
+        contains ``scope``'s pairs (all records when ``None``)."""
+        ...
+
+    def count_records(self, scope: Mapping[str, str], *, scope_match: ScopeMatch = "subset") -> ScopeCounts:
+        """Counts by kind and state of the records under ``scope``."""
+        ...
+
+    def chain(self, record_id: str) -> list[ChainLink]:
+        """The record's invalidation chain, oldest first, tombstones included."""
+        ...

@@ -1,0 +1,731 @@
+"""The SQLite backend: the embedded default.
+
+One file of its own (never shared with the dashboard's tables), WAL, a busy timeout,
+``BEGIN IMMEDIATE`` for every write, an FTS5 external-content index kept in sync by
+triggers, and a ``PRAGMA user_version`` migration ladder from 1.
+
+Scoped search stays fast at a million records because each record's scope pairs are in
+the full-text index as hidden tokens: a user-scoped query is one FTS5 expression,
+``pair-tokens AND (q1 OR q2 …)``, ranked with bm25 in a subquery, and only the top rows
+are joined back to their records. User text is only ever matched as quoted tokens of
+:func:`~memory_admin.tokenize.tokenize`; it can never be FTS syntax.
+
+Deleted and erased content does not survive in the file or its WAL: ``secure_delete``
+zeroes freed space, the index is merged so no old segment keeps a deleted token, and
+the WAL is checkpointed and truncated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import sqlite3
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from memory_admin.errors import MemoryBusyError, MemoryStoreError, MemoryValidationError, SchemaVersionError
+from memory_admin.records import KINDS, MemoryHit, MemoryRecord
+from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, scope_json
+from memory_admin.store._sql import (
+    AGENT_MARK,
+    RECORD_COLUMNS,
+    dumps,
+    pair_token,
+    record_from_row,
+    record_values,
+    scope_tokens,
+)
+from memory_admin.store.base import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_CONTENT_CHARS,
+    DEFAULT_MAX_LIMIT,
+    BaseMemoryStore,
+    Cursor,
+    Invalidation,
+    SearchPlan,
+    now_us,
+)
+from memory_admin.store.memory import build_facets
+from memory_admin.store.protocol import ErasureReport, MemoryStoreCapabilities, ScopeCounts, ScopeFacet
+
+# --- schema ----------------------------------------------------------------------------
+
+MIGRATIONS: list[str] = [
+    # 1: records, normalised scopes, the FTS5 index and the triggers that keep it in sync
+    """
+    CREATE TABLE memory_scopes (
+        scope_id   INTEGER PRIMARY KEY,
+        scope      TEXT NOT NULL UNIQUE,
+        tenant     TEXT NOT NULL,
+        n_pairs    INTEGER NOT NULL,
+        fts_tokens TEXT NOT NULL DEFAULT '',
+        n_records  INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE memory_scope_pairs (
+        scope_id INTEGER NOT NULL,
+        key      TEXT NOT NULL,
+        value    TEXT NOT NULL,
+        PRIMARY KEY (scope_id, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX memory_scope_pairs_kv ON memory_scope_pairs (key, value);
+    CREATE TABLE memory_records (
+        rid            INTEGER PRIMARY KEY,
+        id             TEXT NOT NULL UNIQUE,
+        scope_id       INTEGER NOT NULL,
+        kind           TEXT NOT NULL,
+        key            TEXT,
+        content        TEXT NOT NULL,
+        tags           TEXT,
+        provenance     TEXT NOT NULL,
+        created_at     INTEGER NOT NULL,
+        updated_at     INTEGER,
+        invalid_at     INTEGER,
+        invalid_reason TEXT,
+        superseded_by  TEXT,
+        supersedes     TEXT,
+        expires_at     INTEGER,
+        target         TEXT,
+        payload        TEXT,
+        supports       TEXT
+    );
+    CREATE INDEX memory_records_scope_recent ON memory_records (scope_id, created_at);
+    CREATE INDEX memory_records_recent ON memory_records (created_at, scope_id);
+    CREATE INDEX memory_records_key ON memory_records (scope_id, kind, key) WHERE key IS NOT NULL;
+    CREATE VIEW memory_fts_source AS
+        SELECT r.rid AS rid, r.content AS content, coalesce(r.tags, '') AS tags,
+               s.fts_tokens || ' k' || r.kind AS meta
+        FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id;
+    CREATE VIRTUAL TABLE memory_fts USING fts5(
+        content, tags, meta,
+        content='memory_fts_source', content_rowid='rid',
+        tokenize='unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER memory_records_ai AFTER INSERT ON memory_records BEGIN
+        INSERT INTO memory_fts (rowid, content, tags, meta)
+            SELECT new.rid, new.content, coalesce(new.tags, ''), s.fts_tokens || ' k' || new.kind
+            FROM memory_scopes s WHERE s.scope_id = new.scope_id;
+        UPDATE memory_scopes SET n_records = n_records + 1 WHERE scope_id = new.scope_id;
+    END;
+    CREATE TRIGGER memory_records_ad AFTER DELETE ON memory_records BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, content, tags, meta)
+            SELECT 'delete', old.rid, old.content, coalesce(old.tags, ''), s.fts_tokens || ' k' || old.kind
+            FROM memory_scopes s WHERE s.scope_id = old.scope_id;
+        UPDATE memory_scopes SET n_records = n_records - 1 WHERE scope_id = old.scope_id;
+    END;
+    CREATE TRIGGER memory_records_au AFTER UPDATE OF content, tags, kind, scope_id ON memory_records BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, content, tags, meta)
+            SELECT 'delete', old.rid, old.content, coalesce(old.tags, ''), s.fts_tokens || ' k' || old.kind
+            FROM memory_scopes s WHERE s.scope_id = old.scope_id;
+        INSERT INTO memory_fts (rowid, content, tags, meta)
+            SELECT new.rid, new.content, coalesce(new.tags, ''), s.fts_tokens || ' k' || new.kind
+            FROM memory_scopes s WHERE s.scope_id = new.scope_id;
+        UPDATE memory_scopes SET n_records = n_records - 1 WHERE scope_id = old.scope_id;
+        UPDATE memory_scopes SET n_records = n_records + 1 WHERE scope_id = new.scope_id;
+    END;
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_RECORD_SELECT = "SELECT r.rid AS rid, s.scope AS scope, " + ", ".join(f"r.{c} AS {c}" for c in RECORD_COLUMNS)
+_RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id"
+_BM25 = "bm25(memory_fts, 1.0, 1.0, 0.0)"  # the hidden meta column never scores
+_INITIAL_WINDOW = 64
+_VISIBLE_ENUMERATION_LIMIT = 12  # viewer pairs; 2^11 candidate scopes at most
+
+
+def _to_db_time(value: datetime) -> int:
+    return now_us(value)
+
+
+def _from_db_time(value: Any) -> datetime:
+    if not isinstance(value, int):
+        raise TypeError(f"timestamp column holds {type(value).__name__}, expected integer microseconds")
+    return datetime.fromtimestamp(value // 1_000_000, UTC).replace(microsecond=value % 1_000_000)
+
+
+def _statements(script: str) -> Iterator[str]:
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                yield buffer.strip()
+            buffer = ""
+    if buffer.strip():
+        yield buffer.strip()
+
+
+def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
+    return {column[0]: value for column, value in zip(cursor.description, row, strict=True)}
+
+
+def _record_rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    cursor = conn.cursor()
+    cursor.row_factory = _dict_row
+    return cursor.execute(sql, params).fetchall()
+
+
+def _quote(token: str) -> str:
+    # tokens hold letters and digits only, so quoting cannot be escaped out of
+    return '"' + token.replace('"', '""') + '"'
+
+
+def _json_list(values: Iterable[Any]) -> str:
+    return json.dumps(list(values))
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+class _Transaction:
+    def __init__(self, conn: sqlite3.Connection, store: SqliteMemoryStore) -> None:
+        self.conn = conn
+        self.store = store
+        self.forgot = False
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
+        return self.store._fetch_by_ids(self.conn, list(ids))
+
+    def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None:
+        rows = _record_rows(
+            self.conn,
+            _RECORD_SELECT + _RECORD_FROM + " WHERE s.scope = ? AND r.kind = ? AND r.key = ? "
+            "AND r.invalid_at IS NULL LIMIT 1",
+            (scope_json(scope), kind, key),
+        )
+        return record_from_row(rows[0], _from_db_time) if rows else None
+
+    def _scope_id(self, scope: Scope) -> int:
+        text = scope_json(scope)
+        row = self.conn.execute("SELECT scope_id FROM memory_scopes WHERE scope = ?", (text,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        cur = self.conn.execute(
+            "INSERT INTO memory_scopes (scope, tenant, n_pairs) VALUES (?, ?, ?)",
+            (text, scope[TENANT_KEY], len(scope)),
+        )
+        scope_id = int(cur.lastrowid or 0)
+        self.conn.execute(
+            "UPDATE memory_scopes SET fts_tokens = ? WHERE scope_id = ?",
+            (scope_tokens(scope, scope_id), scope_id),
+        )
+        self.conn.executemany(
+            "INSERT INTO memory_scope_pairs (scope_id, key, value) VALUES (?, ?, ?)",
+            [(scope_id, key, value) for key, value in scope.items()],
+        )
+        return scope_id
+
+    def insert(self, records: Sequence[MemoryRecord]) -> None:
+        scope_ids: dict[str, int] = {}
+        rows = []
+        for record in records:
+            key = scope_json(record.scope)
+            if key not in scope_ids:
+                scope_ids[key] = self._scope_id(record.scope)
+            values = record_values(record, _to_db_time)
+            values["scope_id"] = scope_ids[key]
+            rows.append(values)
+        columns = ("scope_id", *RECORD_COLUMNS)
+        self.conn.executemany(
+            f"INSERT INTO memory_records ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})",
+            rows,
+        )
+
+    def invalidate(self, change: Invalidation) -> None:
+        at = _to_db_time(change.at)
+        self.conn.execute(
+            "UPDATE memory_records SET invalid_at = ?, invalid_reason = ?, superseded_by = ?, updated_at = ? "
+            "WHERE id = ?",
+            (at, change.reason, change.superseded_by, at, change.record_id),
+        )
+
+    def _drop_empty_scopes(self, scope_ids: Iterable[int]) -> None:
+        ids = _json_list(scope_ids)
+        empty = [
+            row[0]
+            for row in self.conn.execute(
+                "SELECT scope_id FROM memory_scopes WHERE n_records <= 0 "
+                "AND scope_id IN (SELECT value FROM json_each(?))",
+                (ids,),
+            )
+        ]
+        if empty:
+            doomed = _json_list(empty)
+            self.conn.execute("DELETE FROM memory_scope_pairs WHERE scope_id IN (SELECT value FROM json_each(?))", (doomed,))
+            self.conn.execute("DELETE FROM memory_scopes WHERE scope_id IN (SELECT value FROM json_each(?))", (doomed,))
+
+    def delete(self, record_id: str) -> bool:
+        row = self.conn.execute("SELECT scope_id FROM memory_records WHERE id = ?", (record_id,)).fetchone()
+        if row is None:
+            return False
+        self.conn.execute("DELETE FROM memory_records WHERE id = ?", (record_id,))
+        self._drop_empty_scopes([row[0]])
+        self._scrub_index()
+        return True
+
+    def erase(self, scope: Scope, now: datetime, *, dry_run: bool) -> ErasureReport:
+        scope_rows = self.store._subset_scopes(self.conn, scope, agent=None)
+        ids = _json_list(sid for sid, _ in scope_rows)
+        in_scopes = "r.scope_id IN (SELECT value FROM json_each(?))"
+        by_kind = dict(
+            self.conn.execute(f"SELECT r.kind, count(*) FROM memory_records r WHERE {in_scopes} GROUP BY r.kind", (ids,)).fetchall()
+        )
+        sample = [
+            row[0]
+            for row in self.conn.execute(
+                f"SELECT r.id FROM memory_records r WHERE {in_scopes} ORDER BY r.created_at DESC LIMIT 10", (ids,)
+            )
+        ]
+        scopes = [
+            json.loads(row[0])
+            for row in self.conn.execute(
+                "SELECT scope FROM memory_scopes WHERE scope_id IN (SELECT value FROM json_each(?)) ORDER BY scope", (ids,)
+            )
+        ]
+        events = self.store._erase_events(self.conn, scope, dry_run=dry_run)
+        if not dry_run:
+            self.conn.execute(f"DELETE FROM memory_records AS r WHERE {in_scopes}", (ids,))
+            self.conn.execute("DELETE FROM memory_scope_pairs WHERE scope_id IN (SELECT value FROM json_each(?))", (ids,))
+            self.conn.execute("DELETE FROM memory_scopes WHERE scope_id IN (SELECT value FROM json_each(?))", (ids,))
+            self._scrub_index()
+        return ErasureReport(
+            scope=scope,
+            dry_run=dry_run,
+            records=sum(by_kind.values()),
+            by_kind=by_kind,
+            events=events,
+            scopes=scopes,
+            sample_ids=sample,
+            at=now,
+        )
+
+    def _scrub_index(self) -> None:
+        # FTS5 (before 3.42's secure-delete) keeps a deleted row's tokens in older index
+        # segments until they are merged; merging everything leaves none behind.
+        self.conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+        self.forgot = True
+
+
+class SqliteMemoryStore(BaseMemoryStore):
+    """A memory store in one SQLite file, safe for several processes at once."""
+
+    backend_name = "sqlite"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 30.0,
+        synchronous: str = "FULL",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if str(path) in ("", ":memory:"):
+            raise MemoryStoreError("SqliteMemoryStore needs a file path; use memory:// for a store in RAM.")
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._busy_timeout = busy_timeout
+        self._synchronous = synchronous
+        self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        self._closed = False
+        self._migrate()
+
+    # --- connections ----------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self._busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise MemoryStoreError(f"{self.path} could not switch to WAL journaling (got {mode}).")
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            conn.execute("PRAGMA secure_delete = ON")
+            conn.execute("PRAGMA temp_store = MEMORY")
+        except sqlite3.DatabaseError as exc:
+            raise self._translate(exc) from None
+        with self._all_lock:
+            self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        if self._closed:
+            raise MemoryStoreError("This store is closed.")
+        try:
+            conn = self._idle.get_nowait()
+        except queue.Empty:
+            conn = self._connect()
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                conn.rollback()
+            self._idle.put(conn)
+
+    def _translate(self, exc: sqlite3.Error) -> MemoryStoreError:
+        if _is_busy(exc):
+            return MemoryBusyError(
+                f"{self.path} stayed locked by other writers for more than {self._busy_timeout:g}s; "
+                "try again, or raise busy_timeout.",
+                path=str(self.path),
+            )
+        return MemoryStoreError(f"SQLite error on {self.path}: {exc}", path=str(self.path))
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: every query inside sees one snapshot."""
+        with self._connection() as conn:
+            try:
+                conn.execute("BEGIN")
+                yield conn
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise self._translate(exc) from None
+
+    @contextmanager
+    def _transaction(self) -> Iterator[_Transaction]:
+        with self._connection() as conn:
+            deadline = time.monotonic() + self._busy_timeout
+            while True:
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if not _is_busy(exc) or time.monotonic() >= deadline:
+                        raise self._translate(exc) from None
+                    time.sleep(0.01)
+            tx = _Transaction(conn, self)
+            try:
+                yield tx
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                conn.rollback()
+                raise self._translate(exc) from None
+            except BaseException:
+                conn.rollback()
+                raise
+
+    def close(self) -> None:
+        self._closed = True
+        with self._all_lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+
+    # --- schema -----------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        with self._connection() as conn:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self, migrations: Sequence[str] = MIGRATIONS) -> None:
+        target = len(migrations)
+        with self._connection() as conn:
+            try:
+                found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+                if found > target:
+                    raise SchemaVersionError(str(self.path), found, target)
+                if found == target:
+                    return
+                conn.execute("BEGIN IMMEDIATE")
+                found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+                for version in range(found + 1, target + 1):
+                    for statement in _statements(migrations[version - 1]):
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {version}")
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.rollback()
+                if "not a database" in str(exc):
+                    raise MemoryStoreError(
+                        f"{self.path} is not a SQLite memory file; point MEMORY_STORE_URL at another path.",
+                        path=str(self.path),
+                    ) from None
+                raise self._translate(exc) from None
+
+    def capabilities(self) -> MemoryStoreCapabilities:
+        return MemoryStoreCapabilities(
+            backend=self.backend_name,
+            search="keyword",
+            erasure=True,
+            admin=True,
+            events=False,
+            max_content_chars=DEFAULT_MAX_CONTENT_CHARS,
+            max_limit=DEFAULT_MAX_LIMIT,
+            max_batch=DEFAULT_MAX_BATCH,
+        )
+
+    # --- forgetting ---------------------------------------------------------------------
+
+    def _after_forget(self) -> None:
+        """Checkpoint and truncate the WAL so no frame keeps forgotten content."""
+        deadline = time.monotonic() + self._busy_timeout
+        with self._connection() as conn:
+            while True:
+                try:
+                    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                except sqlite3.OperationalError as exc:
+                    if not _is_busy(exc):
+                        raise self._translate(exc) from None
+                    busy = 1
+                if not busy or time.monotonic() >= deadline:
+                    return
+                time.sleep(0.02)
+
+    def _erase_events(self, conn: sqlite3.Connection, scope: Scope, *, dry_run: bool) -> int:
+        return 0
+
+    # --- reads --------------------------------------------------------------------------
+
+    def _fetch_by_ids(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, MemoryRecord]:
+        if not ids:
+            return {}
+        rows = _record_rows(
+            conn, _RECORD_SELECT + _RECORD_FROM + " WHERE r.id IN (SELECT value FROM json_each(?))", (_json_list(ids),)
+        )
+        return {row["id"]: record_from_row(row, _from_db_time) for row in rows}
+
+    def _get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        with self._read() as conn:
+            return self._fetch_by_ids(conn, list(ids))
+
+    def _subset_scopes(self, conn: sqlite3.Connection, scope: Scope, agent: str | None) -> list[tuple[int, int]]:
+        """``(scope_id, n_records)`` of every stored scope containing ``scope``'s pairs."""
+        parts = " INTERSECT ".join(
+            "SELECT scope_id FROM memory_scope_pairs WHERE key = ? AND value = ?" for _ in scope
+        )
+        params: list[Any] = [item for pair in scope.items() for item in pair]
+        sql = f"SELECT s.scope_id, s.n_records FROM memory_scopes s WHERE s.scope_id IN ({parts})"
+        if agent is not None:
+            sql += (
+                " AND NOT EXISTS (SELECT 1 FROM memory_scope_pairs a WHERE a.scope_id = s.scope_id "
+                "AND a.key = ? AND a.value <> ?)"
+            )
+            params += [AGENT_KEY, agent]
+        return [(int(r[0]), int(r[1])) for r in conn.execute(sql, params)]
+
+    def _visible_scopes(self, conn: sqlite3.Connection, viewer: Scope, agent: str | None) -> list[tuple[int, int]]:
+        """``(scope_id, n_records)`` of every stored scope whose pairs all lie in ``viewer``."""
+        others = [key for key in viewer if key != TENANT_KEY]
+        if len(viewer) > _VISIBLE_ENUMERATION_LIMIT:
+            raise MemoryValidationError(
+                f"A visible-match scope holds at most {_VISIBLE_ENUMERATION_LIMIT} pairs.",
+                [{"loc": "scope", "msg": "too many pairs for visible match"}],
+            )
+        candidates = []
+        for size in range(len(others) + 1):
+            for keys in combinations(others, size):
+                subset = {TENANT_KEY: viewer[TENANT_KEY], **{k: viewer[k] for k in keys}}
+                if agent is not None and subset.get(AGENT_KEY, agent) != agent:
+                    continue
+                candidates.append(scope_json(subset))
+        return [
+            (int(r[0]), int(r[1]))
+            for r in conn.execute(
+                "SELECT scope_id, n_records FROM memory_scopes WHERE scope IN (SELECT value FROM json_each(?))",
+                (_json_list(candidates),),
+            )
+        ]
+
+    def _scopes_for(self, conn: sqlite3.Connection, plan: SearchPlan) -> list[tuple[int, int]]:
+        query = plan.query
+        if query.scope_match == "visible":
+            return self._visible_scopes(conn, query.scope, query.agent)
+        return self._subset_scopes(conn, query.scope, query.agent)
+
+    def _record_filters(self, plan: SearchPlan) -> tuple[str, list[Any]]:
+        """SQL conditions on ``r`` for every filter except scope and text."""
+        query = plan.query
+        clauses: list[str] = []
+        params: list[Any] = []
+        if query.kinds is not None:
+            clauses.append("r.kind IN (SELECT value FROM json_each(?))")
+            params.append(_json_list(query.kinds))
+        for tag in query.tags or ():
+            clauses.append("EXISTS (SELECT 1 FROM json_each(r.tags) WHERE value = ?)")
+            params.append(tag)
+        if query.keys is not None:
+            if query.key_match == "exact":
+                clauses.append("r.key IN (SELECT value FROM json_each(?))")
+                params.append(_json_list(query.keys))
+            else:
+                clauses.append("(" + " OR ".join("substr(r.key, 1, ?) = ?" for _ in query.keys) + ")")
+                for prefix in query.keys:
+                    params += [len(prefix), prefix]
+        if not plan.include_expired:
+            clauses.append("(r.expires_at IS NULL OR r.expires_at > ?)")
+            params.append(_to_db_time(plan.now))
+        if query.as_of is not None:
+            as_of = _to_db_time(query.as_of)
+            clauses.append("r.created_at <= ? AND (r.expires_at IS NULL OR r.expires_at > ?)")
+            params += [as_of, as_of]
+            if not query.include_invalidated:
+                clauses.append("(r.invalid_at IS NULL OR r.invalid_at > ?)")
+                params.append(as_of)
+        elif not query.include_invalidated:
+            clauses.append("r.invalid_at IS NULL")
+        return (" AND ".join(clauses) or "1"), params
+
+    def _list(self, plan: SearchPlan) -> tuple[list[MemoryHit], Cursor | None]:
+        with self._read() as conn:
+            if plan.ranked:
+                return self._ranked(conn, plan)
+            return self._recent(conn, plan)
+
+    def _recent(self, conn: sqlite3.Connection, plan: SearchPlan) -> tuple[list[MemoryHit], Cursor | None]:
+        scopes = self._scopes_for(conn, plan)
+        matching = sum(n for _, n in scopes)
+        if matching <= 0:
+            return [], None
+        filters, params = self._record_filters(plan)
+        if plan.cursor is not None:
+            filters += " AND (r.created_at, r.rid) < (?, ?)"
+            params += [plan.cursor.created_us, plan.cursor.seq]
+        if len(scopes) == 1:
+            # one scope: walk its index newest-first and stop at the limit
+            where = "r.scope_id = ?"
+            scope_params: list[Any] = [scopes[0][0]]
+            index = "memory_records_scope_recent"
+        else:
+            store_size = int(conn.execute("SELECT coalesce(max(rid), 0) FROM memory_records").fetchone()[0])
+            # walking the global recency index costs about limit / (share of matching rows)
+            # entries; gathering and sorting the scopes' rows costs about `matching`
+            walk_cost = (plan.limit + 1) * max(store_size, 1) / matching / 8
+            index = "memory_records_recent" if walk_cost < matching else "memory_records_scope_recent"
+            where = "r.scope_id IN (SELECT value FROM json_each(?))"
+            scope_params = [_json_list(sid for sid, _ in scopes)]
+        sql = (
+            _RECORD_SELECT
+            + f" FROM memory_records r INDEXED BY {index} JOIN memory_scopes s ON s.scope_id = r.scope_id"
+            + f" WHERE {where} AND {filters} ORDER BY r.created_at DESC, r.rid DESC LIMIT ?"
+        )
+        rows = _record_rows(conn, sql, [*scope_params, *params, plan.limit + 1])
+        hits = [MemoryHit(record=record_from_row(row, _from_db_time)) for row in rows[: plan.limit]]
+        if len(rows) > plan.limit:
+            last = rows[plan.limit - 1]
+            return hits, Cursor(created_us=int(last["created_at"]), seq=int(last["rid"]))
+        return hits, None
+
+    def _match_expression(self, conn: sqlite3.Connection, plan: SearchPlan) -> str | None:
+        query = plan.query
+        parts: list[str] = []
+        if query.scope_match == "visible":
+            scopes = self._visible_scopes(conn, query.scope, None)
+            if not scopes:
+                return None
+            parts.append("meta : (" + " OR ".join(f"s{sid}" for sid, _ in scopes) + ")")
+        else:
+            parts.append("meta : (" + " AND ".join(pair_token(k, v) for k, v in query.scope.items()) + ")")
+        if query.kinds is not None:
+            parts.append("meta : (" + " OR ".join(f"k{kind}" for kind in query.kinds) + ")")
+        parts.append("{content tags} : (" + " OR ".join(_quote(t) for t in plan.tokens) + ")")
+        expression = " AND ".join(f"({part})" for part in parts)
+        if query.agent is not None:
+            mine = pair_token(AGENT_KEY, query.agent)
+            expression = f"({expression}) NOT (meta : ({AGENT_MARK} NOT {mine}))"
+        return expression
+
+    def _ranked(self, conn: sqlite3.Connection, plan: SearchPlan) -> tuple[list[MemoryHit], Cursor | None]:
+        expression = self._match_expression(conn, plan)
+        if expression is None:
+            return [], None
+        offset = (plan.cursor.offset or 0) if plan.cursor is not None else 0
+        needed = offset + plan.limit + 1
+        filters, params = self._record_filters(plan)
+        window: int | None = max(_INITIAL_WINDOW, needed * 4)
+        while True:
+            sql = (
+                f"SELECT rowid, {_BM25} AS score FROM memory_fts WHERE memory_fts MATCH ? "
+                "ORDER BY score, rowid DESC" + (" LIMIT ?" if window is not None else "")
+            )
+            ranked = conn.execute(sql, [expression] + ([window] if window is not None else [])).fetchall()
+            scores = {int(rowid): float(score) for rowid, score in ranked}
+            rows = _record_rows(
+                conn,
+                _RECORD_SELECT + _RECORD_FROM + f" WHERE r.rid IN (SELECT value FROM json_each(?)) AND {filters}",
+                [_json_list(scores), *params],
+            )
+            rows.sort(key=lambda row: (scores[row["rid"]], -row["created_at"], -row["rid"]))
+            complete = window is None or len(ranked) < window
+            if not complete:
+                boundary = float(ranked[-1][1])
+                strictly_better = [row for row in rows if scores[row["rid"]] < boundary]
+                complete = len(strictly_better) >= needed
+                rows = strictly_better
+            if complete:
+                break
+            window = window * 8 if window < 100_000 else None
+        page = rows[offset : offset + plan.limit]
+        hits = [MemoryHit(record=record_from_row(row, _from_db_time), score=-scores[row["rid"]]) for row in page]
+        more = len(rows) > offset + plan.limit
+        return hits, Cursor(offset=offset + plan.limit) if more else None
+
+    # --- admin --------------------------------------------------------------------------
+
+    def _scope_facets(self, scope: Scope | None, values_per_key: int) -> list[ScopeFacet]:
+        with self._read() as conn:
+            if scope is None:
+                rows = conn.execute("SELECT scope, n_records FROM memory_scopes WHERE n_records > 0").fetchall()
+            else:
+                ids = _json_list(sid for sid, _ in self._subset_scopes(conn, scope, None))
+                rows = conn.execute(
+                    "SELECT scope, n_records FROM memory_scopes WHERE n_records > 0 "
+                    "AND scope_id IN (SELECT value FROM json_each(?))",
+                    (ids,),
+                ).fetchall()
+        counts: Counter[str] = Counter({row[0]: int(row[1]) for row in rows})
+        return build_facets(counts, {row[0]: json.loads(row[0]) for row in rows}, values_per_key)
+
+    def _count_records(self, plan: SearchPlan) -> ScopeCounts:
+        now = _to_db_time(plan.now)
+        with self._read() as conn:
+            ids = _json_list(sid for sid, _ in self._scopes_for(conn, plan))
+            rows = conn.execute(
+                "SELECT kind, count(*), sum(invalid_at IS NOT NULL), "
+                "sum(expires_at IS NOT NULL AND expires_at <= ?), "
+                "sum(invalid_at IS NULL AND (expires_at IS NULL OR expires_at > ?)) "
+                "FROM memory_records WHERE scope_id IN (SELECT value FROM json_each(?)) GROUP BY kind",
+                (now, now, ids),
+            ).fetchall()
+        by_kind = {kind: 0 for kind in KINDS}
+        total = invalidated = expired = live = 0
+        for kind, count, n_invalid, n_expired, n_live in rows:
+            by_kind[kind] = int(count)
+            total += int(count)
+            invalidated += int(n_invalid or 0)
+            expired += int(n_expired or 0)
+            live += int(n_live or 0)
+        return ScopeCounts(total=total, live=live, invalidated=invalidated, expired=expired, by_kind=by_kind)
+
+
+def sqlite_file_stats(path: str | os.PathLike[str]) -> dict[str, int]:
+    """Sizes of the memory file and its WAL, in bytes."""
+    main = Path(path)
+    wal = Path(str(path) + "-wal")
+    return {
+        "file_bytes": main.stat().st_size if main.exists() else 0,
+        "wal_bytes": wal.stat().st_size if wal.exists() else 0,
+    }
+
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SqliteMemoryStore", "dumps", "sqlite_file_stats"]
