@@ -96,8 +96,7 @@ class CapabilityError(MemoryStoreError):
         self.store = store
         self.missing = sorted(missing)
         super().__init__(
-            f"{store} lacks: {', '.join(self.missing)}. "
-            "Choose a backend that declares them, or drop the need.",
+            f"{store} lacks: {', '.join(self.missing)}. Choose a backend that declares them, or drop the need.",
             store=store,
             missing=self.missing,
         )

@@ -11,10 +11,10 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from memory_admin.records import UtcDatetime
-from memory_admin.scope import AGENT_KEY, Scope, ScopeMatch
+from memory_admin.records import CanonicalScope, UtcDatetime
+from memory_admin.scope import AGENT_KEY, Scope, ScopeMatch, is_subset_match
 
 log = logging.getLogger(__name__)
 
@@ -86,17 +86,65 @@ class MemoryRecallEvent(_Event):
     preview_run: bool = False
 
 
-MemoryEvent = Annotated[
-    MemoryWriteEvent | MemorySearchEvent | MemoryRecallEvent, Field(discriminator="type")
-]
-EventSink = Callable[[MemoryWriteEvent | MemorySearchEvent | MemoryRecallEvent], object]
+AnyEvent = MemoryWriteEvent | MemorySearchEvent | MemoryRecallEvent
+MemoryEvent = Annotated[AnyEvent, Field(discriminator="type")]
+EventSink = Callable[[AnyEvent], object]
+EventType = Literal["agent.memory.write", "agent.memory.search", "agent.memory.recall"]
+EVENT_TYPES: tuple[EventType, ...] = ("agent.memory.write", "agent.memory.search", "agent.memory.recall")
+MAX_EVENT_PAGE = 10_000
+
+_EVENT_ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(MemoryEvent)
+
+
+def parse_event(data: str | bytes) -> AnyEvent:
+    """An event from its stored JSON."""
+    return _EVENT_ADAPTER.validate_json(data)
+
+
+class EventQuery(BaseModel):
+    """A slice of the persisted event log, newest first."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    types: tuple[EventType, ...] | None = None
+    since: UtcDatetime | None = None
+    until: UtcDatetime | None = None
+    scope: CanonicalScope | None = None
+    agent: str | None = None
+    before_id: int | None = None
+    limit: int = Field(default=1000, ge=1, le=MAX_EVENT_PAGE)
+    include_previews: bool = False  # recall previews are kept out of the production graphs
+
+
+class StoredEvent(BaseModel):
+    """An event as the log holds it: its sequence number and the event itself."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: int
+    event: MemoryEvent
+
+
+def event_matches(event: AnyEvent, query: EventQuery) -> bool:
+    """The event-log filter, for backends that filter in Python."""
+    if query.types is not None and event.type not in query.types:
+        return False
+    if query.since is not None and event.at < query.since:
+        return False
+    if query.until is not None and event.at >= query.until:
+        return False
+    if query.scope is not None and not is_subset_match(event.scope, query.scope):
+        return False
+    if query.agent is not None and event.agent != query.agent:
+        return False
+    return query.include_previews or not getattr(event, "preview_run", False)
 
 
 def agent_of(scope: Scope) -> str | None:
     return scope.get(AGENT_KEY)
 
 
-def deliver(sinks: Iterable[EventSink], event: MemoryWriteEvent | MemorySearchEvent | MemoryRecallEvent) -> None:
+def deliver(sinks: Iterable[EventSink], event: AnyEvent) -> None:
     """Hand ``event`` to every sink; a failing sink is logged, never raised."""
     for sink in sinks:
         try:

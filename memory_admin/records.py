@@ -137,9 +137,7 @@ class Provenance(_Model):
     @model_validator(mode="after")
     def _traceable(self) -> Provenance:
         if not (self.source or self.author or self.conversation_id or self.run_id):
-            raise ValueError(
-                "provenance needs at least one of source, author, conversation_id, run_id"
-            )
+            raise ValueError("provenance needs at least one of source, author, conversation_id, run_id")
         return self
 
 
@@ -254,7 +252,6 @@ class MemoryWriteInput(_RecordFields):
     supersedes: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
     expires_at: UtcDatetime | None = None
 
-
     @model_validator(mode="after")
     def _payload_matches_target(self) -> MemoryWriteInput:
         _check_payload(self.target, self.payload)
@@ -282,7 +279,6 @@ class MemoryRecord(_RecordFields):
     target: MemoryTarget | None = None
     payload: Payload | None = None
     supports: tuple[Provenance, ...] = ()
-
 
     @model_validator(mode="after")
     def _consistent(self) -> MemoryRecord:

@@ -55,9 +55,7 @@ def scope_problems(scope: object, *, loc: str = "scope") -> list[dict[str, str]]
     for key, value in scope.items():
         where = f"{loc}.{key}"
         if not isinstance(key, str) or not _KEY_PATTERN.fullmatch(key):
-            problems.append(
-                {"loc": where, "msg": "scope keys look like [a-z][a-z0-9_]* (e.g. tenant, user)"}
-            )
+            problems.append({"loc": where, "msg": "scope keys look like [a-z][a-z0-9_]* (e.g. tenant, user)"})
         elif len(key) > MAX_SCOPE_KEY_CHARS:
             problems.append({"loc": where, "msg": f"scope keys hold at most {MAX_SCOPE_KEY_CHARS} characters"})
         if not isinstance(value, str):
@@ -67,9 +65,7 @@ def scope_problems(scope: object, *, loc: str = "scope") -> list[dict[str, str]]
         if not trimmed:
             problems.append({"loc": where, "msg": "scope values must not be blank"})
         elif len(trimmed) > MAX_SCOPE_VALUE_CHARS:
-            problems.append(
-                {"loc": where, "msg": f"scope values hold at most {MAX_SCOPE_VALUE_CHARS} characters"}
-            )
+            problems.append({"loc": where, "msg": f"scope values hold at most {MAX_SCOPE_VALUE_CHARS} characters"})
         elif _has_control_chars(trimmed):
             problems.append({"loc": where, "msg": "scope values must not contain control characters"})
     tenant = scope.get(TENANT_KEY)

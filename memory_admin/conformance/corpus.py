@@ -69,12 +69,15 @@ MATCH_CASES: list[MatchCase] = [
     _case("not-is-a-word", "dana NOT prefers", "email", "apostrophe", "prefers"),
     _case("near-is-a-word", "NEAR(station window)", "phrase", "prefer"),
     _case("quote-unbalanced", '"dana', "email", "apostrophe", "prefers"),
-    _case("prefix-star-is-literal", "dan*", ),
+    _case(
+        "prefix-star-is-literal",
+        "dan*",
+    ),
     _case("column-filter-is-text", "content:espresso", "shout"),
     _case("brace-column-filter", "{meta} : espresso", "shout"),
     _case("caret-initial-token", "^espresso", "shout"),
     _case("minus-is-separator", "-espresso", "shout"),
-    _case("only-punctuation", "?!*\"()"),
+    _case("only-punctuation", '?!*"()'),
     _case("cjk-token", "東京", "cjk_mix"),
     _case("no-match", "zebra"),
 ]

@@ -241,7 +241,11 @@ class MemoryStoreConformance(ABC):
 
     def test_key_repeated_in_one_batch_chains(self, store: Any) -> None:
         a, b, c = store.write(
-            [rec("v1", kind="profile", key="name"), rec("v2", kind="profile", key="name"), rec("v3", kind="profile", key="name")]
+            [
+                rec("v1", kind="profile", key="name"),
+                rec("v2", kind="profile", key="name"),
+                rec("v3", kind="profile", key="name"),
+            ]
         )
         assert (b.supersedes, c.supersedes) == (a.id, b.id)
         assert a.invalid_at is not None and b.invalid_at is not None and c.invalid_at is None
@@ -325,7 +329,8 @@ class MemoryStoreConformance(ABC):
     # === Tier 1: search filters =====================================================
 
     def test_search_requires_a_scope(self, store: Any) -> None:
-        for query in ({}, {"scope": {}}, {"scope": {"user": "u1"}}, {"query": "x"}):
+        queries: list[dict[str, Any]] = [{}, {"scope": {}}, {"scope": {"user": "u1"}}, {"query": "x"}]
+        for query in queries:
             with pytest.raises(MemoryValidationError):
                 store.search(query)
 
@@ -385,7 +390,10 @@ class MemoryStoreConformance(ABC):
             ]
         )
         assert contents(store.search({"scope": U1, "keys": ["drink"]})) == ["drink"]
-        assert sorted(contents(store.search({"scope": U1, "keys": ["travel."], "key_match": "prefix"}))) == ["meal", "seat"]
+        assert sorted(contents(store.search({"scope": U1, "keys": ["travel."], "key_match": "prefix"}))) == [
+            "meal",
+            "seat",
+        ]
         assert store.search({"scope": U1, "keys": ["travel"]}) == []
 
     def test_as_of_shows_what_was_believed(self, store: Any, clock: FakeClock) -> None:
@@ -405,7 +413,7 @@ class MemoryStoreConformance(ABC):
 
     def test_expired_records_never_appear_in_search(self, store: Any, clock: FakeClock) -> None:
         soon = clock.peek() + timedelta(minutes=5)
-        expiring, lasting = store.write([rec("expiring token", expires_at=soon.isoformat()), rec("lasting token")])
+        expiring, _lasting = store.write([rec("expiring token", expires_at=soon.isoformat()), rec("lasting token")])
         assert sorted(contents(store.search({"scope": U1}))) == ["expiring token", "lasting token"]
         clock.advance(minutes=6)
         for query in (
@@ -455,7 +463,11 @@ class MemoryStoreConformance(ABC):
         store.write([rec("the blue door")])
         store.write([rec("the blue gate")])
         store.write([rec("the blue wall")])
-        assert contents(store.search({"scope": U1, "query": "blue"})) == ["the blue wall", "the blue gate", "the blue door"]
+        assert contents(store.search({"scope": U1, "query": "blue"})) == [
+            "the blue wall",
+            "the blue gate",
+            "the blue door",
+        ]
 
     def test_rare_tokens_weigh_more(self, store: Any) -> None:
         common = [rec(f"what did the team say {i}") for i in range(8)]
@@ -481,9 +493,22 @@ class MemoryStoreConformance(ABC):
     @pytest.mark.parametrize(
         "text",
         [
-            'AND OR NOT', 'NEAR(a b, 3)', '"unbalanced', "a*", "col:value", "{content}: x", "^start",
-            "x - y", "(((", "'; DROP TABLE memory_records; --", "\x00nul", "🙂 emoji 🙂", "שלום עולם",
-            "a" * 5000, " ".join(["word"] * 500), "+-*/\\%$#@!~`",
+            "AND OR NOT",
+            "NEAR(a b, 3)",
+            '"unbalanced',
+            "a*",
+            "col:value",
+            "{content}: x",
+            "^start",
+            "x - y",
+            "(((",
+            "'; DROP TABLE memory_records; --",
+            "\x00nul",
+            "🙂 emoji 🙂",
+            "שלום עולם",
+            "a" * 5000,
+            " ".join(["word"] * 500),
+            "+-*/\\%$#@!~`",
         ],
     )
     def test_hostile_query_text_is_just_words(self, store: Any, text: str) -> None:
@@ -634,6 +659,72 @@ class MemoryStoreConformance(ABC):
         with pytest.raises(MemoryNotFoundError):
             store.chain("mem_UNKNOWN")
 
+    # === Tier 1: events ============================================================
+
+    def test_writes_and_searches_emit_events_to_sinks(self, store: Any, raw_store: Any) -> None:
+        seen: list[Any] = []
+        raw_store.add_sink(seen.append)
+        records = store.write([rec("a", U1), rec("b", U2), rec("c", U1)])
+        store.search({"scope": U1, "query": "a b", "agent": "planner"})
+        writes = [e for e in seen if e.type == "agent.memory.write"]
+        assert sorted((e.scope["user"], e.count) for e in writes) == [("u1", 2), ("u2", 1)]
+        assert sorted(i for e in writes for i in e.record_ids) == sorted(r.id for r in records)
+        search = next(e for e in seen if e.type == "agent.memory.search")
+        assert (search.scope, search.agent, search.query_preview, search.count) == (U1, "planner", "a b", 1)
+
+    def test_a_failing_sink_never_fails_the_operation(self, store: Any, raw_store: Any) -> None:
+        def broken(event: Any) -> None:
+            raise RuntimeError("sink down")
+
+        raw_store.add_sink(broken)
+        record = store.write([rec("still written")])[0]
+        assert store.get(record.id) is not None
+        assert contents(store.search({"scope": U1})) == ["still written"]
+
+    def test_event_previews_are_capped(self, store: Any, raw_store: Any) -> None:
+        seen: list[Any] = []
+        raw_store.add_sink(seen.append)
+        store.search({"scope": U1, "query": "é" * 600})
+        event = seen[-1]
+        assert len(event.query_preview.encode()) <= 512
+        assert event.query_clipped is True
+        assert event.query_preview.endswith("…")
+
+    def test_event_log_persists_and_filters(self, store: Any, raw_store: Any, clock: FakeClock) -> None:
+        self._needs(store, events=True)
+        store.write([rec("one", U1), rec("two", {**U2, "agent": "coder"})])
+        store.search({"scope": U1, "query": "one"})
+        writes = raw_store.query_events({"types": ["agent.memory.write"]})
+        assert len(writes) == 2
+        assert writes[0].id > writes[1].id, "newest first"
+        assert [e.event.scope for e in raw_store.query_events({"scope": U2})] == [{**U2, "agent": "coder"}]
+        assert len(raw_store.query_events({"agent": "coder"})) == 1
+        assert len(raw_store.query_events({"scope": ACME})) == 3
+        assert raw_store.query_events({"since": clock.advance(hours=1).isoformat()}) == []
+        stored = raw_store.get_event(writes[0].id)
+        assert stored == writes[0]
+        assert raw_store.get_event(10**9) is None
+
+    def test_prune_events_keeps_records(self, store: Any, raw_store: Any, clock: FakeClock) -> None:
+        self._needs(store, events=True)
+        store.write([rec("old")])
+        clock.advance(days=40)
+        store.write([rec("new")])
+        pruned = raw_store.prune_events(clock.peek() - timedelta(days=30))
+        assert pruned == 1
+        assert len(raw_store.query_events({})) == 1
+        assert sorted(contents(store.search({"scope": U1}))) == ["new", "old"]
+
+    def test_erase_removes_the_scopes_events(self, store: Any, raw_store: Any) -> None:
+        self._needs(store, events=True, erasure=True)
+        store.write([rec("u1 note", U1), rec("u10 note", U10)])
+        store.search({"scope": U1, "query": "secret question"})
+        assert store.preview_erase(U1).events == 2
+        report = store.erase(U1)
+        assert report.events == 2
+        remaining = raw_store.query_events({"scope": ACME})
+        assert [e.event.scope for e in remaining] == [U10]
+
     # === Tier 1: concurrency ========================================================
 
     def test_concurrent_key_upserts_leave_one_live_record(self, raw_store: Any) -> None:
@@ -663,9 +754,7 @@ class MemoryStoreConformance(ABC):
     @pytest.fixture
     def corpus(self, raw_store: Any) -> dict[str, str]:
         self._needs(raw_store, search="keyword")
-        records = raw_store.write(
-            [rec(content, tags=list(tags)) for content, tags in CORPUS.values()]
-        )
+        records = raw_store.write([rec(content, tags=list(tags)) for content, tags in CORPUS.values()])
         return {record.id: label for label, record in zip(CORPUS, records, strict=True)}
 
     @pytest.mark.parametrize("case", MATCH_CASES, ids=[case.id for case in MATCH_CASES])

@@ -69,15 +69,12 @@ def open_store(url: str | None = None, **options: Any) -> BaseMemoryStore:
             from memory_admin.store.postgres import PostgresMemoryStore
         except ImportError as exc:
             raise MemoryStoreError(
-                "PostgreSQL needs the postgres extra: pip install 'memory-admin[postgres]'"
-                f" ({exc})."
+                f"PostgreSQL needs the postgres extra: pip install 'memory-admin[postgres]' ({exc})."
             ) from None
         return PostgresMemoryStore(url, **options)
     if scheme == "":
         return SqliteMemoryStore(Path(url), **options)
-    raise MemoryStoreError(
-        f"Unknown store URL scheme {scheme!r}; use memory://, sqlite:///path or postgresql://…"
-    )
+    raise MemoryStoreError(f"Unknown store URL scheme {scheme!r}; use memory://, sqlite:///path or postgresql://…")
 
 
 __all__ = [

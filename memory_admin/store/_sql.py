@@ -135,4 +135,6 @@ def record_from_row(row: Mapping[str, Any], from_db_time: Callable[[Any], dateti
 
 
 def _raw(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: (value if isinstance(value, (str, int, float, type(None))) else repr(value)) for key, value in row.items()}
+    return {
+        key: (value if isinstance(value, (str, int, float, type(None))) else repr(value)) for key, value in row.items()
+    }

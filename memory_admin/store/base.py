@@ -10,6 +10,7 @@ backends, so they cannot drift apart.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -20,6 +21,7 @@ from datetime import datetime
 from typing import Protocol
 
 from memory_admin.errors import (
+    CapabilityError,
     MemoryConflictError,
     MemoryLimitError,
     MemoryNotFoundError,
@@ -27,10 +29,12 @@ from memory_admin.errors import (
     MemoryValidationError,
 )
 from memory_admin.events import (
+    AnyEvent,
+    EventQuery,
     EventSink,
-    MemoryRecallEvent,
     MemorySearchEvent,
     MemoryWriteEvent,
+    StoredEvent,
     agent_of,
     deliver,
     preview,
@@ -61,6 +65,7 @@ from memory_admin.store.protocol import (
 from memory_admin.tokenize import unique_tokens
 
 Clock = Callable[[], datetime]
+log = logging.getLogger(__name__)
 
 MAX_QUERY_TOKENS = 64
 """Distinct query tokens a search matches on; later ones are ignored (documented)."""
@@ -176,9 +181,10 @@ class BaseMemoryStore(ABC):
 
     backend_name = "memory_store"
 
-    def __init__(self, *, clock: Clock = utc_now, sinks: Iterable[EventSink] = ()) -> None:
+    def __init__(self, *, clock: Clock = utc_now, sinks: Iterable[EventSink] = (), persist_events: bool = True) -> None:
         self._clock = clock
         self._sinks: list[EventSink] = list(sinks)
+        self._persist_events = persist_events
         self._ids = IdFactory()
 
     # --- primitives ---------------------------------------------------------------
@@ -204,6 +210,15 @@ class BaseMemoryStore(ABC):
     @abstractmethod
     def _count_records(self, plan: SearchPlan) -> ScopeCounts: ...
 
+    def _append_event(self, event: AnyEvent) -> StoredEvent:
+        raise CapabilityError(self.backend_name, ["events"])
+
+    def _query_events(self, query: EventQuery) -> list[StoredEvent]:
+        raise CapabilityError(self.backend_name, ["events"])
+
+    def _prune_events(self, before: datetime) -> int:
+        raise CapabilityError(self.backend_name, ["events"])
+
     def _after_forget(self) -> None:
         """Called after a delete or erase commits; backends scrub their files here."""
 
@@ -216,8 +231,38 @@ class BaseMemoryStore(ABC):
         """Deliver every future event to ``sink`` too."""
         self._sinks.append(sink)
 
-    def emit(self, event: MemoryWriteEvent | MemorySearchEvent | MemoryRecallEvent) -> None:
+    @property
+    def _observed(self) -> bool:
+        return bool(self._sinks) or self._logging_events
+
+    @property
+    def _logging_events(self) -> bool:
+        return self._persist_events and self.capabilities().events
+
+    def emit(self, event: AnyEvent) -> None:
+        """Append ``event`` to the store's event log (when it keeps one) and hand it to
+        every sink. Never raises: a failing log or sink is logged, and the operation the
+        event reports stands."""
+        if self._logging_events:
+            try:
+                self._append_event(event)
+            except Exception:
+                log.exception("could not persist %s event", event.type)
         deliver(self._sinks, event)
+
+    def record_event(self, event: AnyEvent) -> StoredEvent:
+        """Persist one event and return it with its id (raises on failure, unlike :meth:`emit`)."""
+        return self._append_event(event)
+
+    def query_events(self, query: EventQuery | Mapping[str, object]) -> list[StoredEvent]:
+        return self._query_events(parse_model(EventQuery, query, what="event query"))
+
+    def get_event(self, event_id: int) -> StoredEvent | None:
+        found = self._query_events(EventQuery(before_id=event_id + 1, limit=1, include_previews=True))
+        return found[0] if found and found[0].id == event_id else None
+
+    def prune_events(self, before: datetime) -> int:
+        return self._prune_events(before)
 
     # --- write --------------------------------------------------------------------
 
@@ -319,9 +364,8 @@ class BaseMemoryStore(ABC):
             if earlier is not None:
                 successor[earlier] = ids[index]
         for index, item in enumerate(items):
-            predecessor_id = stored[index].id if stored[index] else None
-            if in_batch[index] is not None:
-                predecessor_id = ids[in_batch[index]]  # type: ignore[index]
+            before, earlier = stored[index], in_batch[index]
+            predecessor_id = ids[earlier] if earlier is not None else (before.id if before else None)
             retired_now = index in successor
             batch.records.append(
                 MemoryRecord(
@@ -376,7 +420,7 @@ class BaseMemoryStore(ABC):
         return predecessor
 
     def _emit_writes(self, batch: _Batch) -> None:
-        if not self._sinks:
+        if not self._observed:
             return
         now = batch.records[0].created_at
         by_scope: dict[str, list[MemoryRecord]] = {}
@@ -435,7 +479,7 @@ class BaseMemoryStore(ABC):
         started = time.perf_counter()
         plan = self._plan(query)
         hits = self._run(plan)[0]
-        if self._sinks:
+        if self._observed:
             text, clipped = preview(plan.query.query)
             self.emit(
                 MemorySearchEvent(
@@ -515,9 +559,7 @@ class BaseMemoryStore(ABC):
                 return
             cursor = page.next_cursor
 
-    def scope_facets(
-        self, scope: Mapping[str, str] | None = None, *, values_per_key: int = 50
-    ) -> list[ScopeFacet]:
+    def scope_facets(self, scope: Mapping[str, str] | None = None, *, values_per_key: int = 50) -> list[ScopeFacet]:
         return self._scope_facets(canonical_scope(scope) if scope is not None else None, values_per_key)
 
     def count_records(self, scope: Mapping[str, str], *, scope_match: str = "subset") -> ScopeCounts:
@@ -585,7 +627,6 @@ __all__ = [
     "Clock",
     "Cursor",
     "Invalidation",
-    "MemoryRecallEvent",
     "SearchPlan",
     "WriteTransaction",
     "now_us",

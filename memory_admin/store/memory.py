@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memory_admin.events import AnyEvent, EventQuery, StoredEvent, event_matches
 from memory_admin.records import KINDS, MemoryHit, MemoryRecord
 from memory_admin.scope import Scope, is_subset_match, scope_json, scope_matches, visible_to_agent
 from memory_admin.store.base import (
@@ -58,6 +59,8 @@ class _State:
     doc_freq: Counter[str] = field(default_factory=Counter)
     total_length: int = 0
     next_seq: int = 1
+    events: list[StoredEvent] = field(default_factory=list)
+    next_event: int = 1
 
 
 def passes_filters(record: MemoryRecord, plan: SearchPlan) -> bool:
@@ -98,6 +101,7 @@ class _Transaction:
         self._inserts: list[MemoryRecord] = []
         self._updates: dict[str, MemoryRecord] = {}
         self._deletes: set[str] = set()
+        self._erased_scopes: list[Scope] = []
 
     def _current(self, record_id: str) -> MemoryRecord | None:
         if record_id in self._deletes:
@@ -151,15 +155,17 @@ class _Transaction:
 
     def erase(self, scope: Scope, now: datetime, *, dry_run: bool) -> ErasureReport:
         doomed = [row.record for row in self._store._state.rows.values() if is_subset_match(row.record.scope, scope)]
+        events = sum(1 for stored in self._store._state.events if is_subset_match(stored.event.scope, scope))
         if not dry_run:
             self._deletes.update(record.id for record in doomed)
+            self._erased_scopes.append(scope)
         scopes = {scope_json(r.scope): r.scope for r in doomed}
         return ErasureReport(
             scope=scope,
             dry_run=dry_run,
             records=len(doomed),
             by_kind=dict(Counter(r.kind for r in doomed)),
-            events=0,
+            events=events,
             scopes=[scopes[k] for k in sorted(scopes)],
             sample_ids=[r.id for r in doomed[:10]],
             at=now,
@@ -167,6 +173,8 @@ class _Transaction:
 
     def commit(self) -> None:
         state = self._store._state
+        for scope in self._erased_scopes:
+            state.events = [e for e in state.events if not is_subset_match(e.event.scope, scope)]
         for record_id in self._deletes:
             self._store._remove(record_id)
         for record_id, record in self._updates.items():
@@ -197,7 +205,7 @@ class InMemoryMemoryStore(BaseMemoryStore):
             search="keyword",
             erasure=True,
             admin=True,
-            events=False,
+            events=True,
             max_content_chars=DEFAULT_MAX_CONTENT_CHARS,
             max_limit=DEFAULT_MAX_LIMIT,
             max_batch=DEFAULT_MAX_BATCH,
@@ -219,6 +227,29 @@ class InMemoryMemoryStore(BaseMemoryStore):
                 if doc_freq[term] <= 0:
                     del doc_freq[term]
             self._state.total_length -= row.length
+
+    def _append_event(self, event: AnyEvent) -> StoredEvent:
+        with self._lock:
+            stored = StoredEvent(id=self._state.next_event, event=event)
+            self._state.next_event += 1
+            self._state.events.append(stored)
+            return stored
+
+    def _query_events(self, query: EventQuery) -> list[StoredEvent]:
+        with self._lock:
+            found = [
+                stored
+                for stored in reversed(self._state.events)
+                if (query.before_id is None or stored.id < query.before_id) and event_matches(stored.event, query)
+            ]
+        return found[: query.limit]
+
+    def _prune_events(self, before: datetime) -> int:
+        with self._lock:
+            kept = [stored for stored in self._state.events if stored.event.at >= before]
+            pruned = len(self._state.events) - len(kept)
+            self._state.events = kept
+            return pruned
 
     def _get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         with self._lock:
@@ -245,9 +276,7 @@ class InMemoryMemoryStore(BaseMemoryStore):
             rows = [row for row in self._state.rows.values() if passes_filters(row.record, plan)]
             if plan.ranked:
                 tokens = set(plan.tokens)
-                scored = [
-                    (self._bm25(row, plan.tokens), row) for row in rows if tokens & row.terms.keys()
-                ]
+                scored = [(self._bm25(row, plan.tokens), row) for row in rows if tokens & row.terms.keys()]
                 scored.sort(key=lambda item: (-item[0], -now_us(item[1].record.created_at), -item[1].seq))
                 offset = (plan.cursor.offset or 0) if plan.cursor else 0
                 page = scored[offset : offset + plan.limit]
@@ -290,9 +319,7 @@ class InMemoryMemoryStore(BaseMemoryStore):
         )
 
 
-def build_facets(
-    counts_by_scope: Counter[str], scopes: dict[str, Scope], values_per_key: int
-) -> list[ScopeFacet]:
+def build_facets(counts_by_scope: Counter[str], scopes: dict[str, Scope], values_per_key: int) -> list[ScopeFacet]:
     """Facets from record counts per distinct scope (shared by the SQL backends)."""
     by_key: dict[str, Counter[str]] = {}
     for key_json, count in counts_by_scope.items():

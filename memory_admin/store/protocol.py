@@ -10,11 +10,13 @@ them once, at bind time, with :func:`require_memory`. The conformance kit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_admin.errors import CapabilityError
+from memory_admin.events import AnyEvent, EventQuery, StoredEvent
 from memory_admin.records import (
     MemoryHit,
     MemoryRecord,
@@ -65,10 +67,9 @@ def require_memory(store: MemoryStore, needs: MemoryNeeds) -> MemoryStoreCapabil
     """
     caps = store.capabilities()
     missing: list[str] = []
-    if needs.search is not None:
-        # a hybrid backend serves keyword and semantic needs alike
-        if caps.search != needs.search and caps.search != "hybrid":
-            missing.append(f"search={needs.search}")
+    # a hybrid backend serves keyword and semantic needs alike
+    if needs.search is not None and caps.search not in (needs.search, "hybrid"):
+        missing.append(f"search={needs.search}")
     for flag in ("erasure", "admin", "events"):
         if getattr(needs, flag) and not getattr(caps, flag):
             missing.append(flag)
@@ -236,9 +237,7 @@ class AdminMemoryStore(MemoryStore, Protocol):
         concurrent writes."""
         ...
 
-    def scope_facets(
-        self, scope: Mapping[str, str] | None = None, *, values_per_key: int = 50
-    ) -> list[ScopeFacet]:
+    def scope_facets(self, scope: Mapping[str, str] | None = None, *, values_per_key: int = 50) -> list[ScopeFacet]:
         """Distinct scope keys and values with record counts, among records whose scope
         contains ``scope``'s pairs (all records when ``None``)."""
         ...
@@ -249,4 +248,31 @@ class AdminMemoryStore(MemoryStore, Protocol):
 
     def chain(self, record_id: str) -> list[ChainLink]:
         """The record's invalidation chain, oldest first, tombstones included."""
+        ...
+
+
+# --- the event log extension ----------------------------------------------------------
+
+
+@runtime_checkable
+class EventLogStore(MemoryStore, Protocol):
+    """Memory events persisted beside the records (``capabilities().events``).
+
+    The store appends every event it emits (and every event handed to :meth:`emit`,
+    such as recall events) to its log; dashboards read it back with
+    :meth:`query_events`. Pruning removes events only, never records.
+    """
+
+    def emit(self, event: AnyEvent) -> None:
+        """Persist ``event`` (when the log is on) and deliver it to the sinks. Never raises."""
+        ...
+
+    def query_events(self, query: EventQuery) -> list[StoredEvent]:
+        """Events matching ``query``, newest first."""
+        ...
+
+    def get_event(self, event_id: int) -> StoredEvent | None: ...
+
+    def prune_events(self, before: datetime) -> int:
+        """Delete events older than ``before``; returns how many went. Records are untouched."""
         ...

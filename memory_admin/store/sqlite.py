@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_admin.errors import MemoryBusyError, MemoryStoreError, MemoryValidationError, SchemaVersionError
+from memory_admin.events import AnyEvent, EventQuery, StoredEvent, parse_event
 from memory_admin.records import KINDS, MemoryHit, MemoryRecord
 from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, scope_json
 from memory_admin.store._sql import (
@@ -132,6 +133,24 @@ MIGRATIONS: list[str] = [
     END;
     """,
 ]
+
+MIGRATIONS.append(
+    # 2: the event log, beside the records and erased with them
+    """
+    CREATE TABLE memory_events (
+        eid     INTEGER PRIMARY KEY,
+        type    TEXT NOT NULL,
+        at      INTEGER NOT NULL,
+        tenant  TEXT NOT NULL,
+        scope   TEXT NOT NULL,
+        agent   TEXT,
+        preview INTEGER NOT NULL DEFAULT 0,
+        body    TEXT NOT NULL
+    );
+    CREATE INDEX memory_events_type_at ON memory_events (type, at);
+    CREATE INDEX memory_events_tenant_at ON memory_events (tenant, at);
+    """
+)
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -262,7 +281,9 @@ class _Transaction:
         ]
         if empty:
             doomed = _json_list(empty)
-            self.conn.execute("DELETE FROM memory_scope_pairs WHERE scope_id IN (SELECT value FROM json_each(?))", (doomed,))
+            self.conn.execute(
+                "DELETE FROM memory_scope_pairs WHERE scope_id IN (SELECT value FROM json_each(?))", (doomed,)
+            )
             self.conn.execute("DELETE FROM memory_scopes WHERE scope_id IN (SELECT value FROM json_each(?))", (doomed,))
 
     def delete(self, record_id: str) -> bool:
@@ -279,7 +300,9 @@ class _Transaction:
         ids = _json_list(sid for sid, _ in scope_rows)
         in_scopes = "r.scope_id IN (SELECT value FROM json_each(?))"
         by_kind = dict(
-            self.conn.execute(f"SELECT r.kind, count(*) FROM memory_records r WHERE {in_scopes} GROUP BY r.kind", (ids,)).fetchall()
+            self.conn.execute(
+                f"SELECT r.kind, count(*) FROM memory_records r WHERE {in_scopes} GROUP BY r.kind", (ids,)
+            ).fetchall()
         )
         sample = [
             row[0]
@@ -290,13 +313,16 @@ class _Transaction:
         scopes = [
             json.loads(row[0])
             for row in self.conn.execute(
-                "SELECT scope FROM memory_scopes WHERE scope_id IN (SELECT value FROM json_each(?)) ORDER BY scope", (ids,)
+                "SELECT scope FROM memory_scopes WHERE scope_id IN (SELECT value FROM json_each(?)) ORDER BY scope",
+                (ids,),
             )
         ]
         events = self.store._erase_events(self.conn, scope, dry_run=dry_run)
         if not dry_run:
             self.conn.execute(f"DELETE FROM memory_records AS r WHERE {in_scopes}", (ids,))
-            self.conn.execute("DELETE FROM memory_scope_pairs WHERE scope_id IN (SELECT value FROM json_each(?))", (ids,))
+            self.conn.execute(
+                "DELETE FROM memory_scope_pairs WHERE scope_id IN (SELECT value FROM json_each(?))", (ids,)
+            )
             self.conn.execute("DELETE FROM memory_scopes WHERE scope_id IN (SELECT value FROM json_each(?))", (ids,))
             self._scrub_index()
         return ErasureReport(
@@ -469,7 +495,7 @@ class SqliteMemoryStore(BaseMemoryStore):
             search="keyword",
             erasure=True,
             admin=True,
-            events=False,
+            events=True,
             max_content_chars=DEFAULT_MAX_CONTENT_CHARS,
             max_limit=DEFAULT_MAX_LIMIT,
             max_batch=DEFAULT_MAX_BATCH,
@@ -492,8 +518,75 @@ class SqliteMemoryStore(BaseMemoryStore):
                     return
                 time.sleep(0.02)
 
+    @staticmethod
+    def _events_under(scope: Scope) -> tuple[str, list[Any]]:
+        clauses = ["tenant = ?"]
+        params: list[Any] = [scope[TENANT_KEY]]
+        for key, value in scope.items():
+            if key != TENANT_KEY:
+                # keys are validated identifiers, so the JSON path cannot be malformed
+                clauses.append("json_extract(scope, ?) = ?")
+                params += [f"$.{key}", value]
+        return " AND ".join(clauses), params
+
     def _erase_events(self, conn: sqlite3.Connection, scope: Scope, *, dry_run: bool) -> int:
-        return 0
+        where, params = self._events_under(scope)
+        if dry_run:
+            return int(conn.execute(f"SELECT count(*) FROM memory_events WHERE {where}", params).fetchone()[0])
+        return conn.execute(f"DELETE FROM memory_events WHERE {where}", params).rowcount
+
+    def _append_event(self, event: AnyEvent) -> StoredEvent:
+        with self._transaction() as tx:
+            cur = tx.conn.execute(
+                "INSERT INTO memory_events (type, at, tenant, scope, agent, preview, body) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    event.type,
+                    _to_db_time(event.at),
+                    event.scope[TENANT_KEY],
+                    scope_json(event.scope),
+                    event.agent,
+                    int(getattr(event, "preview_run", False)),
+                    event.model_dump_json(),
+                ),
+            )
+            return StoredEvent(id=int(cur.lastrowid or 0), event=event)
+
+    def _query_events(self, query: EventQuery) -> list[StoredEvent]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if query.types is not None:
+            clauses.append("type IN (SELECT value FROM json_each(?))")
+            params.append(_json_list(query.types))
+        if query.since is not None:
+            clauses.append("at >= ?")
+            params.append(_to_db_time(query.since))
+        if query.until is not None:
+            clauses.append("at < ?")
+            params.append(_to_db_time(query.until))
+        if query.scope is not None:
+            where, scope_params = self._events_under(query.scope)
+            clauses.append(where)
+            params += scope_params
+        if query.agent is not None:
+            clauses.append("agent = ?")
+            params.append(query.agent)
+        if query.before_id is not None:
+            clauses.append("eid < ?")
+            params.append(query.before_id)
+        if not query.include_previews:
+            clauses.append("preview = 0")
+        sql = "SELECT eid, body FROM memory_events"
+        if clauses:
+            sql += " WHERE " + " AND ".join(clauses)
+        sql += " ORDER BY eid DESC LIMIT ?"
+        with self._read() as conn:
+            rows = conn.execute(sql, [*params, query.limit]).fetchall()
+        return [StoredEvent(id=int(eid), event=parse_event(body)) for eid, body in rows]
+
+    def _prune_events(self, before: datetime) -> int:
+        with self._transaction() as tx:
+            return int(tx.conn.execute("DELETE FROM memory_events WHERE at < ?", (_to_db_time(before),)).rowcount)
 
     # --- reads --------------------------------------------------------------------------
 
@@ -511,9 +604,7 @@ class SqliteMemoryStore(BaseMemoryStore):
 
     def _subset_scopes(self, conn: sqlite3.Connection, scope: Scope, agent: str | None) -> list[tuple[int, int]]:
         """``(scope_id, n_records)`` of every stored scope containing ``scope``'s pairs."""
-        parts = " INTERSECT ".join(
-            "SELECT scope_id FROM memory_scope_pairs WHERE key = ? AND value = ?" for _ in scope
-        )
+        parts = " INTERSECT ".join("SELECT scope_id FROM memory_scope_pairs WHERE key = ? AND value = ?" for _ in scope)
         params: list[Any] = [item for pair in scope.items() for item in pair]
         sql = f"SELECT s.scope_id, s.n_records FROM memory_scopes s WHERE s.scope_id IN ({parts})"
         if agent is not None:
@@ -674,7 +765,7 @@ class SqliteMemoryStore(BaseMemoryStore):
                 rows = strictly_better
             if complete:
                 break
-            window = window * 8 if window < 100_000 else None
+            window = window * 8 if window is not None and window < 100_000 else None
         page = rows[offset : offset + plan.limit]
         hits = [MemoryHit(record=record_from_row(row, _from_db_time), score=-scores[row["rid"]]) for row in page]
         more = len(rows) > offset + plan.limit

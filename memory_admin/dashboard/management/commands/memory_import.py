@@ -1,0 +1,63 @@
+"""Import memory records from a JSON Lines file (one write input per line)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from argparse import ArgumentParser
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memory_admin.dashboard.stores import get_store
+from memory_admin.errors import MemoryStoreError
+from memory_admin.store import BaseMemoryStore
+
+
+class Command(BaseCommand):
+    help = "Write memory records from a JSON Lines file into the store, in batches (all-or-nothing per batch)."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("path", help="a .jsonl file of write inputs, or - for standard input")
+        parser.add_argument("--store", help="store URL (default: MEMORY_STORE_URL)")
+        parser.add_argument("--batch-size", type=int, default=500)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        store = get_store(options["store"])
+        if options["path"] == "-":
+            written = self._import(store, sys.stdin, options["batch_size"])
+        else:
+            try:
+                with Path(options["path"]).open(encoding="utf-8") as source:
+                    written = self._import(store, source, options["batch_size"])
+            except OSError as exc:
+                raise CommandError(f"cannot read {options['path']}: {exc.strerror}") from None
+        target = options["store"] or "the default store"
+        self.stdout.write(self.style.SUCCESS(f"Imported {written} records into {target}."))
+
+    def _import(self, store: BaseMemoryStore, source: Iterable[str], batch_size: int) -> int:
+        batch: list[dict[str, Any]] = []
+        written = 0
+        for number, line in enumerate(source, start=1):
+            if not line.strip():
+                continue
+            try:
+                batch.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise CommandError(f"line {number}: not JSON ({exc.msg}); this batch was not written") from None
+            if len(batch) >= batch_size:
+                written += self._flush(store, batch, number)
+        return written + self._flush(store, batch, None)
+
+    def _flush(self, store: BaseMemoryStore, batch: list[dict[str, Any]], line: int | None) -> int:
+        if not batch:
+            return 0
+        try:
+            count = len(store.write(batch))
+        except MemoryStoreError as exc:
+            where = f" (batch ending at line {line})" if line else ""
+            raise CommandError(f"{exc.message}{where}") from None
+        batch.clear()
+        return count

@@ -1,0 +1,38 @@
+"""Summarise what a memory store holds."""
+
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from memory_admin.dashboard.stores import get_store
+
+
+class Command(BaseCommand):
+    help = "Print record counts by tenant, scope key and kind."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--store", help="store URL (default: MEMORY_STORE_URL)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        store = get_store(options["store"])
+        caps = store.capabilities()
+        self.stdout.write(f"Store: {caps.backend} (search: {caps.search})")
+        facets = store.scope_facets(values_per_key=20)
+        tenants = next((f for f in facets if f.key == "tenant"), None)
+        if tenants is None:
+            self.stdout.write("The store is empty. Import records with: manage.py memory_import FILE.jsonl")
+            return
+        for value in tenants.values:
+            counts = store.count_records({"tenant": value.value})
+            kinds = ", ".join(f"{kind} {n}" for kind, n in counts.by_kind.items() if n)
+            self.stdout.write(
+                f"tenant={value.value}: {counts.total} records ({counts.live} live, "
+                f"{counts.invalidated} invalidated, {counts.expired} expired) — {kinds}"
+            )
+        for facet in facets:
+            if facet.key != "tenant":
+                more = " …" if facet.more_values else ""
+                self.stdout.write(f"  {facet.key}: {len(facet.values)} values{more}")
