@@ -81,9 +81,12 @@ class MemoryRecallEvent(_Event):
     deferred: int
     record_ids: list[str]
     deferred_ids: list[str] = Field(default_factory=list)
+    # why each deferred record stayed out: "profile_slice" or "budget"
+    deferred_reasons: dict[str, str] = Field(default_factory=dict)
     tiers: dict[str, int] = Field(default_factory=dict)
     fallback: bool = False
     preview_run: bool = False
+    duration_ms: float | None = None
 
 
 AnyEvent = MemoryWriteEvent | MemorySearchEvent | MemoryRecallEvent

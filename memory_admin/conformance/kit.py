@@ -681,6 +681,18 @@ class MemoryStoreConformance(ABC):
         assert store.get(record.id) is not None
         assert contents(store.search({"scope": U1})) == ["still written"]
 
+    def test_search_can_leave_its_event_to_the_caller(self, store: Any, raw_store: Any) -> None:
+        # recall reports its searches in its own event; they must not be counted twice
+        store.write([rec("quiet note")])
+        seen: list[Any] = []
+        raw_store.add_sink(seen.append)
+        assert contents(store.search({"scope": U1, "query": "quiet"}, emit_event=False)) == ["quiet note"]
+        assert seen == []
+        if raw_store.capabilities().events:
+            assert raw_store.query_events({"types": ["agent.memory.search"]}) == []
+        store.search({"scope": U1, "query": "quiet"})
+        assert [event.type for event in seen] == ["agent.memory.search"]
+
     def test_event_previews_are_capped(self, store: Any, raw_store: Any) -> None:
         seen: list[Any] = []
         raw_store.add_sink(seen.append)

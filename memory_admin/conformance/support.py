@@ -45,8 +45,8 @@ class AsyncBridge:
     def write(self, inputs: Sequence[Any]) -> list[MemoryRecord]:
         return self._runner.run(self._store.awrite(inputs))
 
-    def search(self, query: Any) -> list[MemoryHit]:
-        return self._runner.run(self._store.asearch(query))
+    def search(self, query: Any, **options: Any) -> list[MemoryHit]:
+        return self._runner.run(self._store.asearch(query, **options))  # type: ignore[call-arg]
 
     def get(self, record_id: str) -> MemoryRecord | None:
         return self._runner.run(self._store.aget(record_id))

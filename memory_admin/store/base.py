@@ -475,11 +475,15 @@ class BaseMemoryStore(ABC):
             cursor=decoded,
         )
 
-    def search(self, query: SearchQueryLike) -> list[MemoryHit]:
+    def search(self, query: SearchQueryLike, *, emit_event: bool = True) -> list[MemoryHit]:
+        """See :meth:`MemoryStore.search`. ``emit_event=False`` skips the
+        ``agent.memory.search`` event: for callers that report the search in an event of
+        their own (recall reports its searches in ``agent.memory.recall``), so one
+        assembly is not counted twice and a dashboard preview leaves no trace."""
         started = time.perf_counter()
         plan = self._plan(query)
         hits = self._run(plan)[0]
-        if self._observed:
+        if emit_event and self._observed:
             text, clipped = preview(plan.query.query)
             self.emit(
                 MemorySearchEvent(
@@ -600,8 +604,8 @@ class BaseMemoryStore(ABC):
     async def awrite(self, inputs: Sequence[WriteInputLike]) -> list[MemoryRecord]:
         return await asyncio.to_thread(self.write, inputs)
 
-    async def asearch(self, query: SearchQueryLike) -> list[MemoryHit]:
-        return await asyncio.to_thread(self.search, query)
+    async def asearch(self, query: SearchQueryLike, *, emit_event: bool = True) -> list[MemoryHit]:
+        return await asyncio.to_thread(self.search, query, emit_event=emit_event)
 
     async def aget(self, record_id: str) -> MemoryRecord | None:
         return await asyncio.to_thread(self.get, record_id)

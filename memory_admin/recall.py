@@ -1,0 +1,564 @@
+"""Turn-1 recall: the budgeted block of memories a host puts in front of an agent.
+
+Call :func:`assemble_recall` once the first user message exists (it is the search
+query) and before the first prompt is rendered; put ``result.block`` in the prompt.
+The block is built in four tiers, in this order:
+
+1. **profile** — ``kind="profile"`` records, newest first, inside their own slice of
+   the budget (``profile_budget_ratio``, 40 % by default), so a bloated profile cannot
+   starve the tier that answers the user's actual question;
+2. **pinned** — up to ``pin_candidates`` records that carry a ``target`` (proposed
+   learnings), newest first; off by default;
+3. **hits** — records matching the message's keywords, most relevant first (up to
+   ``max_hits``). A profile record the slice deferred may come back here if it matches;
+4. **recent** — when the message matched nothing new (or there is no message), the
+   newest non-profile records, and the block says that is what they are.
+
+The budget is in characters and covers the whole block: its delimiters, header,
+section headings and truncation marker. Entries are whole records, placed first-fit
+within each tier: an entry that does not fit is *deferred* (listed in the report with
+its reason) and a shorter one after it may still go in. Whenever anything is deferred
+the block says so in a marker line; truncation is never silent. Invalidated and
+expired records never appear (the store's search excludes them); the agent convention
+is applied inside the store query, so a tier is never short because another agent's
+records took its places; no record appears twice.
+
+Reads use *visible* match by default: the bound scope's own records plus records
+shared above it (``{tenant}``), never a sibling's, and — when ``agent`` is given —
+that agent's private records too. That is the toolbox's read view as well, so what an
+agent saves through :class:`~memory_admin.toolbox.MemoryToolbox` is what it recalls.
+
+Every assembly emits one ``agent.memory.recall`` event: to the store's event log and
+sinks (``store.emit``), or only to ``sink`` when one is given. The store searches made
+along the way do not emit search events of their own; the recall event lists every
+record that went in and every one deferred.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable, Generator, Mapping
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from memory_admin.errors import MemoryValidationError
+from memory_admin.events import EventSink, MemoryRecallEvent, agent_of, deliver, preview
+from memory_admin.records import MemoryHit, MemoryRecord, MemorySearchQuery, utc_now
+from memory_admin.scope import AGENT_KEY, Scope, ScopeMatch, canonical_scope
+from memory_admin.store.base import BaseMemoryStore
+from memory_admin.store.protocol import EventLogStore, MemoryStore
+from memory_admin.tokenize import unique_tokens
+
+DEFAULT_BUDGET_CHARS = 4000
+DEFAULT_PROFILE_BUDGET_RATIO = 0.4
+DEFAULT_MAX_HITS = 10
+MIN_BUDGET_CHARS = 300
+"""Room for the delimiters, the header and a truncation marker, so a block can always
+say that something was left out."""
+
+RECALL_QUERY_CHARS = 1000
+"""User text longer than this is clipped before it is searched (head and tail kept)."""
+
+PIN_SCAN_LIMIT = 1000
+"""Pinned candidates are looked for among this many newest records of the scope (the
+store has no "has a target" filter yet)."""
+
+Tier = Literal["profile", "pinned", "hits", "recent"]
+DeferralReason = Literal["profile_slice", "budget"]
+TIERS: tuple[Tier, ...] = ("profile", "pinned", "hits", "recent")
+
+BLOCK_OPEN = "<memory>\n"
+BLOCK_CLOSE = "</memory>"
+HEADER = (
+    "Memories from earlier conversations, each with the date it was saved, its kind and its id. "
+    "They may be out of date: what the user says now wins.\n"
+)
+HEADER_WITHOUT_IDS = (
+    "Memories from earlier conversations, each with the date it was saved and its kind. "
+    "They may be out of date: what the user says now wins.\n"
+)
+HEADINGS: dict[str, str] = {
+    "profile": "Profile:\n",
+    "pinned": "Proposed learnings (pinned for review):\n",
+    "hits": "Matched by keywords in the user's message:\n",
+    "recent:no_query": "Most recent (there was no message to match):\n",
+    "recent:no_match": "Most recent (nothing matched the message's keywords):\n",
+    "recent:no_new_match": "Most recent (nothing else matched the message's keywords):\n",
+}
+
+
+def _header(show_ids: bool) -> str:
+    return HEADER if show_ids else HEADER_WITHOUT_IDS
+
+
+def frame_chars(*, show_ids: bool = True) -> int:
+    """Characters every non-empty block spends on its delimiters and header."""
+    return len(BLOCK_OPEN) + len(_header(show_ids)) + len(BLOCK_CLOSE)
+
+
+# a record's content must not be able to close the block and speak outside it
+_DELIMITER = re.compile(r"<(/?)(memory)", re.IGNORECASE)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RecallReport(_Frozen):
+    """What went into a recall block and what did not, and why."""
+
+    scope: Scope
+    agent: str | None
+    scope_match: ScopeMatch
+    count: int
+    """Entries in the block."""
+    chars: int
+    """``len(block)``; never more than ``budget_chars``."""
+    budget_chars: int
+    profile_budget_chars: int
+    truncated: bool
+    """True when any candidate was deferred; the block then carries a marker line."""
+    deferred: int
+    deferred_ids: list[str]
+    deferred_reasons: dict[str, DeferralReason]
+    record_ids: list[str]
+    """The ids in the block, in block order."""
+    tiers: dict[Tier, int]
+    """Entries per tier."""
+    fallback: bool
+    """True when the recent tier stood in for keyword hits."""
+    query_clipped: bool
+    """True when the user text was longer than :data:`RECALL_QUERY_CHARS` and clipped."""
+
+
+class RecallResult(_Frozen):
+    """The finished block, its report, the records in block order, and the event."""
+
+    block: str
+    report: RecallReport
+    records: tuple[MemoryRecord, ...]
+    event: MemoryRecallEvent
+
+
+def read_view(scope: Mapping[str, str], agent: str | None, scope_match: ScopeMatch = "visible") -> Scope:
+    """The scope filter a recall or toolbox read uses for ``scope`` and ``agent``.
+
+    With visible match an agent's view includes its own ``agent=`` records, so the
+    agent pair joins the viewer's scope; the store's ``agent`` filter then keeps other
+    agents' records out inside the query. A scope that names a different agent than
+    ``agent`` is a contradiction and refused.
+    """
+    canonical = canonical_scope(scope)
+    owner = canonical.get(AGENT_KEY)
+    if agent is not None and owner is not None and owner != agent:
+        raise MemoryValidationError(
+            f"The scope belongs to agent {owner!r} but the caller is agent {agent!r}; bind one of them.",
+            [{"loc": "agent", "msg": "contradicts the scope's agent key"}],
+        )
+    if agent is not None and owner is None and scope_match == "visible":
+        return canonical_scope({**canonical, AGENT_KEY: agent})
+    return canonical
+
+
+def clip_query(text: str, limit: int = RECALL_QUERY_CHARS) -> tuple[str, bool]:
+    """``text`` with whitespace collapsed, clipped to about ``limit`` characters.
+
+    A long first message is usually a paste with the question at one end, so the head
+    and the tail are kept, each cut at a word boundary.
+    """
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat, False
+    half = limit // 2
+    head = flat[:half].rsplit(" ", 1)[0]
+    tail = flat[-half:].split(" ", 1)[-1]
+    return f"{head} … {tail}", True
+
+
+def _inline(content: str) -> str:
+    return _DELIMITER.sub(r"‹\1\2", " ".join(content.split()))
+
+
+def render_entry(record: MemoryRecord, *, show_ids: bool = True) -> str:
+    """One record as a block line: ``- [2026-01-05 preference mem_…] content``."""
+    ref = f" {record.id}" if show_ids else ""
+    return f"- [{record.created_at:%Y-%m-%d} {record.kind}{ref}] {_inline(record.content)}\n"
+
+
+def entry_chars(record: MemoryRecord, *, show_ids: bool = True) -> int:
+    """Characters ``record`` takes in a block (its section heading aside)."""
+    return len(render_entry(record, show_ids=show_ids))
+
+
+def truncation_marker(deferred: int) -> str:
+    noun = "memory" if deferred == 1 else "memories"
+    return f"[… {deferred} more {noun} did not fit the recall budget]\n"
+
+
+# --- assembly ----------------------------------------------------------------------
+
+
+class _Plan:
+    """Validated arguments, and the store queries each tier needs."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        scope: Mapping[str, str],
+        query: str | None,
+        *,
+        agent: str | None,
+        budget_chars: int,
+        profile_budget_ratio: float,
+        pin_candidates: int,
+        max_hits: int,
+        scope_match: ScopeMatch,
+    ) -> None:
+        problems = []
+        if budget_chars < MIN_BUDGET_CHARS:
+            problems.append({"loc": "budget_chars", "msg": f"at least {MIN_BUDGET_CHARS}"})
+        if not 0.0 <= profile_budget_ratio <= 1.0:
+            problems.append({"loc": "profile_budget_ratio", "msg": "between 0 and 1"})
+        if pin_candidates < 0:
+            problems.append({"loc": "pin_candidates", "msg": "0 (off) or more"})
+        if max_hits < 0:
+            problems.append({"loc": "max_hits", "msg": "0 or more"})
+        if problems:
+            raise MemoryValidationError(
+                "Invalid recall options: " + "; ".join(f"{p['loc']} must be {p['msg']}" for p in problems), problems
+            )
+        self.scope = canonical_scope(scope)
+        self.agent = agent
+        self.scope_match = scope_match
+        self.view = read_view(self.scope, agent, scope_match)
+        self.budget_chars = budget_chars
+        self.profile_chars = int(budget_chars * profile_budget_ratio)
+        self.pin_candidates = pin_candidates
+        self.max_hits = max_hits
+        self.raw_query = query
+        clipped, self.query_clipped = clip_query(query) if query is not None else ("", False)
+        self.query = clipped if unique_tokens(clipped) else None
+        self.max_limit = store.capabilities().max_limit
+
+    def search(self, limit: int, **filters: object) -> MemorySearchQuery:
+        return MemorySearchQuery.model_validate(
+            {
+                "scope": self.view,
+                "scope_match": self.scope_match,
+                "agent": self.agent,
+                "limit": max(0, min(limit, self.max_limit)),
+                **filters,
+            }
+        )
+
+
+class _Layout:
+    """One first-fit placement of the tiers' candidates into ``room`` characters."""
+
+    def __init__(self, plan: _Plan, room: int, show_ids: bool) -> None:
+        self.plan = plan
+        self.room = room
+        self.show_ids = show_ids
+        self.used = 0
+        self.profile_used = 0
+        self.sections: dict[str, list[MemoryRecord]] = {}
+        self.placed: dict[str, Tier] = {}
+        self.deferred: dict[str, DeferralReason] = {}
+
+    def place(self, record: MemoryRecord, tier: Tier, heading: str) -> None:
+        if record.id in self.placed:
+            return
+        cost = entry_chars(record, show_ids=self.show_ids) + (0 if heading in self.sections else len(HEADINGS[heading]))
+        if tier == "profile" and self.profile_used + cost > self.plan.profile_chars:
+            self.deferred.setdefault(record.id, "profile_slice")
+            return
+        if self.used + cost > self.room:
+            self.deferred.setdefault(record.id, "budget")
+            return
+        self.used += cost
+        if tier == "profile":
+            self.profile_used += cost
+        self.sections.setdefault(heading, []).append(record)
+        self.placed[record.id] = tier
+        self.deferred.pop(record.id, None)  # a deferred profile record earned its place as a hit
+
+
+class _Candidates:
+    def __init__(self) -> None:
+        self.profile: list[MemoryRecord] = []
+        self.pinned: list[MemoryRecord] = []
+        self.hits: list[MemoryRecord] = []
+        self.recent: list[MemoryRecord] = []
+        self.recent_heading = "recent:no_query"
+        self.fallback = False
+
+    def count(self) -> int:
+        return len({r.id for tier in (self.profile, self.pinned, self.hits, self.recent) for r in tier})
+
+
+_Steps = Generator[MemorySearchQuery, list[MemoryHit], _Candidates]
+
+
+def _gather(plan: _Plan, show_ids: bool) -> _Steps:
+    """The store queries, as a generator: the sync and async drivers run the same steps."""
+    found = _Candidates()
+    if plan.profile_chars > 0:
+        # more than the slice can hold, so "did everything fit?" has an honest answer
+        smallest = len("- [2026-01-05 profile] x\n") + (len(" mem_") + 26 if show_ids else 0)
+        hits = yield plan.search(plan.profile_chars // smallest + 1, kinds=["profile"])
+        found.profile = [hit.record for hit in hits]
+    taken = {record.id for record in found.profile}
+    if plan.pin_candidates > 0:
+        hits = yield plan.search(PIN_SCAN_LIMIT)
+        targeted = [hit.record for hit in hits if hit.record.target is not None and hit.record.id not in taken]
+        found.pinned = targeted[: plan.pin_candidates]
+        taken |= {record.id for record in found.pinned}
+    new_hits: list[MemoryRecord] = []
+    if plan.query is not None and plan.max_hits > 0:
+        hits = yield plan.search(plan.max_hits + len(taken), query=plan.query)
+        pinned = {record.id for record in found.pinned}
+        for hit in hits:
+            if hit.record.id in pinned:
+                continue
+            if hit.record.id not in taken:
+                if len(new_hits) == plan.max_hits:
+                    break
+                new_hits.append(hit.record)
+            found.hits.append(hit.record)
+        if not new_hits:
+            found.recent_heading = "recent:no_new_match" if hits else "recent:no_match"
+    if plan.query is None and plan.raw_query is not None and plan.raw_query.strip():
+        found.recent_heading = "recent:no_match"  # text without a single keyword
+    if not new_hits and plan.max_hits > 0:
+        found.fallback = True
+        hits = yield plan.search(plan.max_hits + len(found.pinned), kinds=["fact", "preference", "episode"])
+        seen = taken | {record.id for record in found.hits}
+        found.recent = [hit.record for hit in hits if hit.record.id not in seen][: plan.max_hits]
+    return found
+
+
+def _layout(plan: _Plan, found: _Candidates, room: int, show_ids: bool) -> _Layout:
+    layout = _Layout(plan, room, show_ids)
+    for record in found.profile:
+        layout.place(record, "profile", "profile")
+    for record in found.pinned:
+        layout.place(record, "pinned", "pinned")
+    for record in found.hits:
+        layout.place(record, "hits", "hits")
+    for record in found.recent:
+        layout.place(record, "recent", found.recent_heading)
+    return layout
+
+
+def _finish(
+    plan: _Plan,
+    found: _Candidates,
+    *,
+    show_ids: bool,
+    now: datetime,
+    started: float,
+    preview_run: bool,
+) -> RecallResult:
+    room = plan.budget_chars - frame_chars(show_ids=show_ids)
+    layout = _layout(plan, found, room, show_ids)
+    if layout.deferred:
+        # something stays out, so the marker needs room; reserve it for the largest
+        # count possible and lay out again
+        layout = _layout(plan, found, room - len(truncation_marker(found.count())), show_ids)
+    order = ["profile", "pinned", "hits", found.recent_heading]
+    records = tuple(record for heading in order for record in layout.sections.get(heading, []))
+    if records or layout.deferred:
+        body = "".join(
+            HEADINGS[heading] + "".join(render_entry(r, show_ids=show_ids) for r in layout.sections[heading])
+            for heading in order
+            if heading in layout.sections
+        )
+        marker = truncation_marker(len(layout.deferred)) if layout.deferred else ""
+        block = BLOCK_OPEN + _header(show_ids) + body + marker + BLOCK_CLOSE
+    else:
+        block = ""  # nothing remembered: nothing to put in the prompt
+    tiers: dict[Tier, int] = {tier: 0 for tier in TIERS}
+    for tier in layout.placed.values():
+        tiers[tier] += 1
+    report = RecallReport(
+        scope=plan.scope,
+        agent=plan.agent,
+        scope_match=plan.scope_match,
+        count=len(records),
+        chars=len(block),
+        budget_chars=plan.budget_chars,
+        profile_budget_chars=plan.profile_chars,
+        truncated=bool(layout.deferred),
+        deferred=len(layout.deferred),
+        deferred_ids=list(layout.deferred),
+        deferred_reasons=dict(layout.deferred),
+        record_ids=[record.id for record in records],
+        tiers=tiers,
+        fallback=found.fallback,
+        query_clipped=plan.query_clipped,
+    )
+    query_preview, preview_clipped = preview(plan.raw_query)
+    event = MemoryRecallEvent(
+        at=now,
+        scope=plan.scope,
+        agent=plan.agent or agent_of(plan.scope),
+        query_preview=query_preview,
+        query_clipped=preview_clipped,
+        count=report.count,
+        chars=report.chars,
+        budget_chars=report.budget_chars,
+        truncated=report.truncated,
+        deferred=report.deferred,
+        record_ids=report.record_ids,
+        deferred_ids=report.deferred_ids,
+        deferred_reasons=dict(report.deferred_reasons),
+        tiers=dict(report.tiers),
+        fallback=report.fallback,
+        preview_run=preview_run,
+        duration_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+    return RecallResult(block=block, report=report, records=records, event=event)
+
+
+def _deliver(store: MemoryStore, event: MemoryRecallEvent, sink: EventSink | None) -> None:
+    if sink is not None:
+        deliver([sink], event)
+    elif isinstance(store, EventLogStore):
+        store.emit(event)
+
+
+def _search(store: MemoryStore, query: MemorySearchQuery) -> list[MemoryHit]:
+    if isinstance(store, BaseMemoryStore):
+        return store.search(query, emit_event=False)
+    return store.search(query)
+
+
+async def _asearch(store: MemoryStore, query: MemorySearchQuery) -> list[MemoryHit]:
+    if isinstance(store, BaseMemoryStore):
+        return await store.asearch(query, emit_event=False)
+    return await store.asearch(query)
+
+
+def _drive(steps: _Steps, run: Callable[[MemorySearchQuery], list[MemoryHit]]) -> _Candidates:
+    try:
+        query = next(steps)
+        while True:
+            query = steps.send(run(query))
+    except StopIteration as done:
+        found: _Candidates = done.value
+        return found
+
+
+def assemble_recall(
+    store: MemoryStore,
+    scope: Mapping[str, str],
+    query: str | None = None,
+    *,
+    agent: str | None = None,
+    budget_chars: int = DEFAULT_BUDGET_CHARS,
+    profile_budget_ratio: float = DEFAULT_PROFILE_BUDGET_RATIO,
+    pin_candidates: int = 0,
+    now: datetime | None = None,
+    sink: EventSink | None = None,
+    max_hits: int = DEFAULT_MAX_HITS,
+    scope_match: ScopeMatch = "visible",
+    show_ids: bool = True,
+    preview_run: bool = False,
+) -> RecallResult:
+    """Assemble the turn-1 recall block for ``scope`` and the first user message.
+
+    ``query`` is the first user message (``None`` for a profile + recency block); it
+    is clipped to :data:`RECALL_QUERY_CHARS` first. ``agent`` applies the agent
+    convention. ``budget_chars`` (at least :data:`MIN_BUDGET_CHARS`) bounds
+    ``len(result.block)``; ``profile_budget_ratio`` of it bounds the profile tier.
+    ``pin_candidates`` pins up to that many targeted records (0: off). ``max_hits``
+    bounds the hits and recent tiers. ``show_ids`` puts record ids in entries so an
+    agent can supersede what it recalls. ``now`` stamps the event (default: now);
+    ``sink`` receives the event instead of the store; ``preview_run`` marks it as a
+    preview, kept out of the dashboard's production graphs.
+
+    Returns a :class:`RecallResult`; ``block`` is ``""`` when nothing is remembered.
+    Store errors (busy, corruption) propagate as :class:`~memory_admin.errors.MemoryStoreError`;
+    a failing sink or event log never fails the recall.
+    """
+    started = time.perf_counter()
+    plan = _Plan(
+        store,
+        scope,
+        query,
+        agent=agent,
+        budget_chars=budget_chars,
+        profile_budget_ratio=profile_budget_ratio,
+        pin_candidates=pin_candidates,
+        max_hits=max_hits,
+        scope_match=scope_match,
+    )
+    found = _drive(_gather(plan, show_ids), lambda q: _search(store, q))
+    result = _finish(plan, found, show_ids=show_ids, now=now or utc_now(), started=started, preview_run=preview_run)
+    _deliver(store, result.event, sink)
+    return result
+
+
+async def aassemble_recall(
+    store: MemoryStore,
+    scope: Mapping[str, str],
+    query: str | None = None,
+    *,
+    agent: str | None = None,
+    budget_chars: int = DEFAULT_BUDGET_CHARS,
+    profile_budget_ratio: float = DEFAULT_PROFILE_BUDGET_RATIO,
+    pin_candidates: int = 0,
+    now: datetime | None = None,
+    sink: EventSink | None = None,
+    max_hits: int = DEFAULT_MAX_HITS,
+    scope_match: ScopeMatch = "visible",
+    show_ids: bool = True,
+    preview_run: bool = False,
+) -> RecallResult:
+    """The async twin of :func:`assemble_recall`: the same block, through ``asearch``."""
+    started = time.perf_counter()
+    plan = _Plan(
+        store,
+        scope,
+        query,
+        agent=agent,
+        budget_chars=budget_chars,
+        profile_budget_ratio=profile_budget_ratio,
+        pin_candidates=pin_candidates,
+        max_hits=max_hits,
+        scope_match=scope_match,
+    )
+    steps = _gather(plan, show_ids)
+    try:
+        search = next(steps)
+        while True:
+            search = steps.send(await _asearch(store, search))
+    except StopIteration as done:
+        found: _Candidates = done.value
+    result = _finish(plan, found, show_ids=show_ids, now=now or utc_now(), started=started, preview_run=preview_run)
+    # the event log is a blocking write; keep it off the event loop
+    await asyncio.to_thread(_deliver, store, result.event, sink)
+    return result
+
+
+__all__ = [
+    "DEFAULT_BUDGET_CHARS",
+    "DEFAULT_MAX_HITS",
+    "DEFAULT_PROFILE_BUDGET_RATIO",
+    "MIN_BUDGET_CHARS",
+    "RECALL_QUERY_CHARS",
+    "RecallReport",
+    "RecallResult",
+    "aassemble_recall",
+    "assemble_recall",
+    "clip_query",
+    "entry_chars",
+    "frame_chars",
+    "read_view",
+    "render_entry",
+    "truncation_marker",
+]
