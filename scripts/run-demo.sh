@@ -1,14 +1,36 @@
 #!/usr/bin/env bash
-# The README's run command: an embedded SQLite memory file with demo data, shown working.
+# The README's run command: the dashboard on an embedded SQLite memory file with demo
+# data and a sign-in. Idempotent: running it again neither duplicates data nor fails.
+#   PORT=8001 scripts/run-demo.sh      # another port (default 8000, on 127.0.0.1 only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p var
+export DJANGO_SETTINGS_MODULE="${DJANGO_SETTINGS_MODULE:-memory_admin.dashboard.settings.dev}"
 export MEMORY_STORE_URL="${MEMORY_STORE_URL:-sqlite:///var/memory.sqlite3}"
+port="${PORT:-8000}"
 py=.venv/bin/python
-if ! $py manage.py memory_search tenant=acme --limit 1 | grep -q mem_; then
-  $py manage.py memory_import examples/demo_memories.jsonl
+
+echo "== dashboard database (users, sessions, grants): var/dashboard.sqlite3"
+$py manage.py migrate --noinput --verbosity 0
+
+echo "== demo memory: $MEMORY_STORE_URL"
+$py manage.py memory_demo
+
+# one sign-in, created once; its password is kept (owner-only) so every run can print it
+login_file=var/demo-login.txt
+if [ ! -s "$login_file" ]; then
+  (umask 077 && $py -c 'import secrets; print(secrets.token_urlsafe(12))' > "$login_file")
 fi
-$py manage.py memory_stats
-echo
-echo '$ manage.py memory_search tenant=acme,user=dana "which seat on flights?"'
-$py manage.py memory_search tenant=acme,user=dana "which seat on flights?"
+password="$(cat "$login_file")"
+$py manage.py memory_user create demo --role admin --password "$password" --update >/dev/null
+$py manage.py memory_user create acme-viewer --role viewer --grant tenant=acme --password "$password" --update >/dev/null
+
+cat <<TXT
+
+== memory_admin dashboard: http://127.0.0.1:$port/
+   sign in as  demo         / $password   (admin: every tenant)
+          or   acme-viewer  / $password   (viewer: only tenant=acme)
+   stop with Ctrl-C; run again any time (nothing is duplicated)
+
+TXT
+exec $py manage.py runserver "127.0.0.1:$port"

@@ -47,9 +47,13 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # every page needs a sign-in unless its view says otherwise (the login page does)
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # the memory library's typed errors → HTTP, in one place
+    "memory_admin.dashboard.errors.StoreErrorMiddleware",
 ]
 
 ROOT_URLCONF = "memory_admin.dashboard.urls"
@@ -92,8 +96,25 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", VAR_DIR / "staticfiles"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# runserver and the test server serve static files from the app and project folders;
+# production serves the collected, hashed, compressed copies (prod.py)
+WHITENOISE_USE_FINDERS = True
 
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "/"
+LOGIN_REDIRECT_URL = "dashboard:browse"
 LOGOUT_REDIRECT_URL = "login"
+
+# The dashboard's own knobs
+DASHBOARD_PAGE_SIZE = int(os.environ.get("DASHBOARD_PAGE_SIZE", "25"))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"memory_admin": {"handlers": ["console"], "level": os.environ.get("MEMORY_ADMIN_LOG_LEVEL", "INFO")}},
+}

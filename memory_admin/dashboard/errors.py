@@ -1,0 +1,92 @@
+"""Store errors → HTTP, in one place.
+
+Views let the library's typed errors (and :class:`NotVisible`) propagate; this
+middleware turns each into a readable page — or, for an htmx request, the same message
+as a fragment for the region being swapped — with an honest status code.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from memory_admin.dashboard.permissions import NotVisible
+from memory_admin.errors import (
+    CapabilityError,
+    MemoryBusyError,
+    MemoryConflictError,
+    MemoryCorruptionError,
+    MemoryLimitError,
+    MemoryNotFoundError,
+    MemoryScopeError,
+    MemoryStoreError,
+    MemoryValidationError,
+    SchemaVersionError,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ErrorPage:
+    status: int
+    title: str
+    message: str
+    hint: str = ""
+
+
+def error_page(exc: Exception) -> ErrorPage | None:
+    """The page for an exception the dashboard knows, or ``None`` to let Django handle it."""
+    if isinstance(exc, NotVisible | MemoryNotFoundError):
+        # one answer for "missing" and "outside your grants": the page never says which
+        what = exc.what if isinstance(exc, NotVisible) else "That memory record"
+        return ErrorPage(404, "Not found", f"{what} does not exist, or is outside the scopes you may see.")
+    if isinstance(exc, MemoryValidationError | MemoryLimitError):
+        return ErrorPage(400, "That request is not valid", exc.message, "Check the filters and try again.")
+    if isinstance(exc, MemoryScopeError):
+        return ErrorPage(400, "Scope problem", exc.message)
+    if isinstance(exc, MemoryConflictError):
+        return ErrorPage(409, "Conflict", exc.message)
+    if isinstance(exc, MemoryBusyError):
+        return ErrorPage(503, "The memory store is busy", exc.message, "Try again in a moment.")
+    if isinstance(exc, CapabilityError | SchemaVersionError):
+        return ErrorPage(503, "The memory store cannot serve the dashboard", exc.message)
+    if isinstance(exc, MemoryCorruptionError):
+        log.error("corrupt memory record %s: %s", exc.record_id, exc.extras.get("detail"))
+        return ErrorPage(
+            500,
+            "A stored record is corrupt",
+            f"Record {exc.record_id} no longer validates ({exc.extras.get('detail')}).",
+            "An operator can inspect and repair or delete the row; nothing was dropped silently.",
+        )
+    if isinstance(exc, MemoryStoreError):
+        log.error("memory store error: %s", exc.message)
+        return ErrorPage(503, "The memory store failed", exc.message)
+    return None
+
+
+def render_error(request: HttpRequest, page: ErrorPage) -> HttpResponse:
+    template = "dashboard/error.html"
+    if getattr(request, "htmx", False):
+        template += "#error"
+    response = render(request, template, {"error": page}, status=page.status)
+    response["Vary"] = "HX-Request"
+    return response
+
+
+class StoreErrorMiddleware:
+    """Maps the memory library's errors (and :class:`NotVisible`) to HTTP responses."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        page = error_page(exception)
+        return None if page is None else render_error(request, page)

@@ -1,0 +1,43 @@
+"""Small presentation helpers for memory records in templates."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from django import template
+
+from memory_admin.dashboard.timeline import provenance_text
+from memory_admin.records import MemoryRecord, Provenance, utc_now
+from memory_admin.scope import format_scope
+
+register = template.Library()
+
+
+@register.filter
+def record_state(record: MemoryRecord) -> str:
+    """``superseded``, ``invalidated``, ``expired`` or ``live``."""
+    if record.invalid_at is not None:
+        return "superseded" if record.superseded_by else "invalidated"
+    if record.is_expired(utc_now()):
+        return "expired"
+    return "live"
+
+
+@register.filter
+def scope_text(scope: Mapping[str, str]) -> str:
+    return format_scope(scope)
+
+
+@register.filter
+def provenance(value: Provenance) -> str:
+    return provenance_text(value)
+
+
+@register.filter
+def as_json(value: Any) -> str:
+    """Pretty JSON for targets and payloads (pydantic models or plain data)."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json", exclude_none=True)
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)

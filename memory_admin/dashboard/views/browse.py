@@ -1,0 +1,108 @@
+"""``/`` — the memory browser, the operators' home."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+
+from memory_admin.dashboard.forms import BrowseFilters, BrowseForm
+from memory_admin.dashboard.permissions import Access, AmbiguousScope, access_for
+from memory_admin.dashboard.views.common import admin_store, page_size, render_region
+from memory_admin.records import MemoryHit
+from memory_admin.scope import Scope, format_scope
+from memory_admin.store import BaseMemoryStore, ScopeFacet
+
+TEMPLATE = "dashboard/browse.html"
+FACET_VALUES = 20
+TENANT_CHOICES = 200
+
+
+@dataclass(frozen=True)
+class FacetValue:
+    value: str
+    records: int
+    scope_text: str  # the scope filter this value leads to
+    selected: bool
+
+
+@dataclass(frozen=True)
+class Facet:
+    key: str
+    records: int
+    values: list[FacetValue]
+    more_values: bool
+
+
+@dataclass(frozen=True)
+class ScopeChoice:
+    scope: Scope
+    records: int | None = None
+
+    @property
+    def scope_text(self) -> str:
+        return format_scope(self.scope)
+
+
+@require_GET
+def browse(request: HttpRequest) -> HttpResponse:
+    access = access_for(request)
+    form = BrowseForm(request.GET)
+    if not form.is_valid():
+        return render_region(request, TEMPLATE, "browse", {"form": form, "access": access}, status=400)
+    context = browse_context(admin_store(), access, form.filters())
+    return render_region(request, TEMPLATE, "browse", {"form": form, **context})
+
+
+def browse_context(store: BaseMemoryStore, access: Access, filters: BrowseFilters) -> dict[str, Any]:
+    """Everything the browser shows for ``filters``, confined to ``access``."""
+    context: dict[str, Any] = {"access": access, "filters": filters}
+    if not access.sees_anything:
+        return context
+    requested = filters.scope
+    if requested is None:
+        choices = scope_choices(store, access)
+        if len(choices) != 1:
+            return {**context, "choices": choices}
+        requested = choices[0].scope
+    try:
+        resolution = access.resolve(requested)
+    except AmbiguousScope as exc:
+        return {**context, "choices": [ScopeChoice(s) for s in exc.options], "ambiguous": True}
+    page = store.list_records(filters.list_query(resolution.scope, page_size()))
+    hits: list[MemoryHit] = [hit for hit in page.hits if access.allows(hit.record.scope)]
+    facets = store.scope_facets(resolution.scope, values_per_key=FACET_VALUES)
+    return {
+        **context,
+        "scope": resolution.scope,
+        "scope_text": format_scope(resolution.scope),
+        "narrowed_by": format_scope(resolution.narrowed_by) if resolution.narrowed_by else None,
+        "hits": hits,
+        "next_cursor": page.next_cursor,
+        "facets": [_facet(f, resolution.scope) for f in facets],
+    }
+
+
+def scope_choices(store: BaseMemoryStore, access: Access) -> list[ScopeChoice]:
+    """Where a user without a scope filter can start: their grants, or (admins) every tenant."""
+    if not access.all_tenants:
+        return [ScopeChoice(grant) for grant in access.scope_choices()]
+    tenants = next((f for f in store.scope_facets(values_per_key=TENANT_CHOICES) if f.key == "tenant"), None)
+    if tenants is None:
+        return []
+    return [ScopeChoice({"tenant": value.value}, value.records) for value in tenants.values]
+
+
+def _facet(facet: ScopeFacet, scope: Scope) -> Facet:
+    values = [
+        FacetValue(
+            value=value.value,
+            records=value.records,
+            scope_text=format_scope({**scope, facet.key: value.value}),
+            selected=scope.get(facet.key) == value.value,
+        )
+        for value in facet.values
+    ]
+    return Facet(facet.key, facet.records, values, facet.more_values)

@@ -1,0 +1,42 @@
+"""What every view shares: the store, and page-or-fragment rendering."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.cache import patch_vary_headers
+
+from memory_admin.dashboard.stores import get_store
+from memory_admin.store import BaseMemoryStore, MemoryNeeds, require_memory
+
+_checked: set[int] = set()
+
+
+def admin_store() -> BaseMemoryStore:
+    """The configured store, checked once for the admin listing the dashboard needs."""
+    store = get_store()
+    if id(store) not in _checked:
+        require_memory(store, MemoryNeeds(admin=True))
+        _checked.add(id(store))
+    return store
+
+
+def page_size() -> int:
+    return int(getattr(settings, "DASHBOARD_PAGE_SIZE", 25))
+
+
+def render_region(
+    request: HttpRequest, template: str, region: str, context: Mapping[str, Any], *, status: int = 200
+) -> HttpResponse:
+    """The whole page, or — for an htmx request — only its ``region`` partial.
+
+    One URL serves both, so the response varies on ``HX-Request``.
+    """
+    name = f"{template}#{region}" if request.htmx else template  # type: ignore[attr-defined]
+    response = render(request, name, context, status=status)
+    patch_vary_headers(response, ["HX-Request"])
+    return response

@@ -1,0 +1,30 @@
+"""``/records/<id>/`` — one record, every field, and its invalidation chain as a timeline."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+
+from memory_admin.dashboard.permissions import Ability, access_for
+from memory_admin.dashboard.timeline import build_timeline
+from memory_admin.dashboard.views.common import admin_store, render_region
+from memory_admin.scope import format_scope
+
+TEMPLATE = "dashboard/record.html"
+
+
+@require_GET
+def record_detail(request: HttpRequest, record_id: str) -> HttpResponse:
+    access = access_for(request)
+    store = admin_store()
+    record = access.visible_record(store.get(record_id), record_id)
+    timeline = build_timeline(store.chain(record.id), record.id, lambda r: access.allows(r.scope))
+    context = {
+        "access": access,
+        "record": record,
+        "scope_text": format_scope(record.scope),
+        "timeline": timeline,
+        "can_curate": access.can(Ability.CURATE),
+        "can_forget": access.can(Ability.FORGET),
+    }
+    return render_region(request, TEMPLATE, "timeline", context)
