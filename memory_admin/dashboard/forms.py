@@ -101,8 +101,7 @@ def clean_scope_text(text: str) -> Scope | None:
     try:
         return parse_scope_text(text)
     except MemoryValidationError as exc:
-        messages = [p.get("msg", exc.message) for p in exc.problems] or [exc.message]
-        raise forms.ValidationError(messages) from None
+        raise forms.ValidationError(exc.message) from None
 
 
 class BrowseForm(QueryStringForm):

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from memory_admin.records import MemoryRecord, Provenance
 from memory_admin.store import ChainLink
 
-_WORDS = re.compile(r"\s+|[^\s]+")
+_WORDS = re.compile(r"\s+|\S+\s*")  # words keep their trailing space, so changes read as phrases
 
 
 @dataclass(frozen=True)

@@ -15,3 +15,5 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 LOGGING = {"version": 1, "disable_existing_loggers": False}
+
+STATIC_ROOT = None  # static files come from the finders; nothing is collected in tests

@@ -59,9 +59,9 @@ def browse(request: HttpRequest) -> HttpResponse:
 def browse_context(store: BaseMemoryStore, access: Access, filters: BrowseFilters) -> dict[str, Any]:
     """Everything the browser shows for ``filters``, confined to ``access``."""
     context: dict[str, Any] = {"access": access, "filters": filters}
-    if not access.sees_anything:
-        return context
     requested = filters.scope
+    if requested is None and not access.sees_anything:
+        return context
     if requested is None:
         choices = scope_choices(store, access)
         if len(choices) != 1:

@@ -32,10 +32,8 @@ def scope_summary(request: HttpRequest) -> HttpResponse:
 
 def scope_context(store: BaseMemoryStore, access: Access, requested: Scope | None) -> dict[str, Any]:
     context: dict[str, Any] = {"access": access}
-    if not access.sees_anything:
-        return context
     if requested is None:
-        return {**context, "choices": scope_choices(store, access)}
+        return {**context, "choices": scope_choices(store, access)} if access.sees_anything else context
     try:
         resolution = access.resolve(requested)
     except AmbiguousScope as exc:

@@ -1,0 +1,107 @@
+"""memory_user and memory_demo."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
+
+from memory_admin.dashboard.permissions import grants_of, role_of
+from memory_admin.store import RecordListQuery, SqliteMemoryStore
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_create_user_with_role_and_grants() -> None:
+    out = run(
+        "memory_user", "create", "cora", "--role", "curator", "--grant", "tenant=acme", "--password", "s3cret-pw!"
+    )
+    assert "Created cora" in out and "curator — sees tenant=acme" in out
+    user = User.objects.get(username="cora")
+    assert user.check_password("s3cret-pw!")
+    role = role_of(user)
+    assert role is not None and role.slug == "curator"
+    assert user.has_perm("dashboard.curate_memory") and not user.has_perm("dashboard.forget_memory")
+    assert grants_of(user) == [{"tenant": "acme"}]
+
+
+def test_create_without_password_prints_a_random_one() -> None:
+    out = run("memory_user", "create", "pat", "--role", "privacy_officer", "--grant", "tenant=acme,user=dana")
+    password = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("Password: "))
+    assert len(password) >= 12 and User.objects.get(username="pat").check_password(password)
+    assert "privacy officer — sees tenant=acme,user=dana" in out
+
+
+def test_create_twice_fails_unless_update() -> None:
+    run("memory_user", "create", "vic", "--role", "viewer", "--password", "pw-one-1234")
+    with pytest.raises(CommandError, match="exists"):
+        run("memory_user", "create", "vic", "--role", "viewer")
+    out = run("memory_user", "create", "vic", "--role", "admin", "--password", "pw-two-1234", "--update")
+    assert "Updated vic" in out and "admin — sees every tenant" in out
+    assert User.objects.get(username="vic").check_password("pw-two-1234")
+
+
+def test_viewer_without_grants_is_warned() -> None:
+    out = run("memory_user", "create", "nog", "--role", "viewer", "--password", "pw-123456")
+    assert "sees nothing until granted" in out
+
+
+def test_grant_revoke_role_show_list() -> None:
+    run("memory_user", "create", "gil", "--role", "viewer", "--password", "pw-123456")
+    assert "sees tenant=acme, tenant=globex" in run("memory_user", "grant", "gil", "tenant=acme", "tenant=globex")
+    assert "sees tenant=globex" in run("memory_user", "revoke", "gil", "tenant=acme")
+    assert "curator" in run("memory_user", "role", "gil", "curator")
+    assert run("memory_user", "show", "gil").startswith("gil: curator")
+    assert "gil: curator" in run("memory_user", "list")
+    gil = User.objects.get(username="gil")
+    assert not gil.has_perm("dashboard.forget_memory")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("create", "x", "--role", "overlord"), "unknown role"),
+        (("create", "x", "--role", "viewer", "--grant", "user=dana"), "non-blank tenant"),
+        (("grant", "nobody", "tenant=acme"), "No user 'nobody'"),
+    ],
+)
+def test_user_command_errors(args: tuple[str, ...], message: str) -> None:
+    with pytest.raises(CommandError, match=message):
+        run("memory_user", *args)
+
+
+def test_demo_is_idempotent_on_a_sqlite_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    assert "Wrote" in run("memory_demo", "--store", url)
+    with SqliteMemoryStore(tmp_path / "memory.sqlite3") as store:
+        before = {t: store.count_records({"tenant": t}) for t in ("acme", "globex", "initech")}
+        events = len(store.query_events({"types": ["agent.memory.recall"], "limit": 1000}))
+    assert "already in the store" in run("memory_demo", "--store", url)
+    with SqliteMemoryStore(tmp_path / "memory.sqlite3") as store:
+        assert {t: store.count_records({"tenant": t}) for t in ("acme", "globex", "initech")} == before
+        assert len(store.query_events({"types": ["agent.memory.recall"], "limit": 1000})) == events
+        assert events >= 10
+        assert before["acme"].expired >= 2 and before["acme"].invalidated >= 5
+        # history has real dates: weeks apart, and nothing in the future
+        query = RecordListQuery.model_validate(
+            {
+                "search": {"scope": {"tenant": "acme"}, "include_invalidated": True, "limit": 1000},
+                "include_expired": True,
+            }
+        )
+        dates = sorted(hit.record.created_at for hit in store.list_records(query).hits)
+        assert (dates[-1] - dates[0]).days >= 20
+
+
+def test_demo_refuses_an_in_process_store() -> None:
+    with pytest.raises(CommandError, match="memory://"):
+        run("memory_demo", "--store", "memory://")
