@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -77,6 +78,6 @@ def test_role_names(name: str) -> None:
 
 
 def test_roles_are_cumulative() -> None:
-    for lower, higher in zip(ROLES, ROLES[1:], strict=False):
+    for lower, higher in itertools.pairwise(ROLES):
         assert lower.abilities < higher.abilities
     assert Ability.ALL_TENANTS in ROLES[-1].abilities
