@@ -659,6 +659,47 @@ class MemoryStoreConformance(ABC):
         with pytest.raises(MemoryNotFoundError):
             store.chain("mem_UNKNOWN")
 
+    def test_import_records_round_trips_verbatim(self, store: Any, raw_store: Any, clock: FakeClock) -> None:
+        self._needs(store, admin=True)
+        v1 = store.write([rec("v1 tea", kind="preference", key="drink")])[0]
+        store.write([rec("v2 coffee", kind="preference", key="drink")])
+        v3 = store.write([rec("v3 water", kind="preference", key="drink")])[0]
+        store.delete(v3.supersedes)  # a tombstone inside the chain
+        store.write([rec("tie a"), rec("tie b"), rec("tie c", U2)])
+        dropped = store.write([rec("dropped", expires_at=(clock.peek() + timedelta(seconds=1)).isoformat())])[0]
+        store.invalidate(store.write([rec("retired", tags=["x"])])[0].id, "wrong")
+        clock.advance(seconds=5)
+        everything = RecordListQuery(search={"scope": ACME, "include_invalidated": True}, include_expired=True)
+        snapshot = list(raw_store.iter_records(everything, page_size=3))
+        listing = contents(store.search({"scope": ACME, "include_invalidated": True, "limit": 100}))
+        chain = [(link.id, link.record) for link in store.chain(v3.id)]
+        for record in snapshot:
+            store.delete(record.id)
+        assert store.search({"scope": ACME, "include_invalidated": True}) == []
+
+        assert raw_store.import_records(list(reversed(snapshot))) == len(snapshot) == 7
+        for record in snapshot:
+            assert store.get(record.id) == record
+        assert contents(store.search({"scope": ACME, "include_invalidated": True, "limit": 100})) == listing
+        assert [(link.id, link.record) for link in store.chain(v3.id)] == chain
+        assert store.get(dropped.id) is not None and contents(store.search({"scope": U1, "query": "dropped"})) == []
+        assert contents(store.search({"scope": U1, "query": "water tea"})) == ["v3 water"]
+        assert raw_store.import_records(snapshot, skip_existing=True) == 0
+        with pytest.raises(MemoryConflictError):
+            raw_store.import_records(snapshot[:1])
+        v4 = store.write([rec("v4 juice", kind="preference", key="drink")])[0]
+        assert v4.supersedes == v3.id, "imported key holders are superseded like written ones"
+        assert store.get(v1.id).superseded_by is not None
+
+    def test_import_refuses_a_second_live_key_holder(self, store: Any, raw_store: Any) -> None:
+        self._needs(store, admin=True)
+        holder = store.write([rec("aisle", kind="preference", key="seat")])[0]
+        intruder = holder.model_copy(update={"id": "mem_IMPORTEDINTRUDER", "content": "window"})
+        with pytest.raises(MemoryConflictError) as info:
+            raw_store.import_records([intruder])
+        assert info.value.extras["key_holder"] == holder.id
+        assert contents(store.search({"scope": U1})) == ["aisle"]
+
     # === Tier 1: events ============================================================
 
     def test_writes_and_searches_emit_events_to_sinks(self, store: Any, raw_store: Any) -> None:
@@ -726,6 +767,18 @@ class MemoryStoreConformance(ABC):
         assert pruned == 1
         assert len(raw_store.query_events({})) == 1
         assert sorted(contents(store.search({"scope": U1}))) == ["new", "old"]
+
+    def test_import_events_keeps_ids(self, store: Any, raw_store: Any, clock: FakeClock) -> None:
+        self._needs(store, events=True)
+        store.write([rec("one", U1), rec("two", U2)])
+        store.search({"scope": U1, "query": "one"})
+        logged = raw_store.query_events({})
+        assert raw_store.prune_events(clock.advance(days=1)) == len(logged) == 3
+        assert raw_store.import_events([stored.model_dump() for stored in reversed(logged)]) == 3
+        assert raw_store.query_events({}) == logged
+        assert raw_store.import_events(logged) == 0, "ids already in the log are skipped"
+        store.write([rec("three")])
+        assert raw_store.query_events({"limit": 1})[0].id > max(stored.id for stored in logged)
 
     def test_erase_removes_the_scopes_events(self, store: Any, raw_store: Any) -> None:
         self._needs(store, events=True, erasure=True)

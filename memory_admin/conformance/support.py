@@ -64,6 +64,10 @@ class AsyncBridge:
         return self._store.capabilities()
 
     def close(self) -> None:
+        # a store with native async connections must release them on the loop that made them
+        aclose = getattr(self._store, "aclose", None)
+        if aclose is not None:
+            self._runner.run(aclose())
         self._runner.close()
 
     def __getattr__(self, name: str) -> Any:

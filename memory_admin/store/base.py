@@ -124,6 +124,12 @@ class SearchPlan:
     def ranked(self) -> bool:
         return self.query.query is not None
 
+    @property
+    def empty(self) -> bool:
+        """True when the plan can match nothing: ``limit=0``, or a query without tokens
+        (no letters or digits, so it shares no token with any record)."""
+        return self.limit == 0 or (self.ranked and not self.tokens)
+
 
 @dataclass
 class Invalidation:
@@ -133,11 +139,16 @@ class Invalidation:
     superseded_by: str | None = None
 
 
-class WriteTransaction(Protocol):
-    """The primitives a backend offers inside one atomic write transaction."""
+class BatchReader(Protocol):
+    """What planning a write batch reads: its named predecessors and its key-slot holders."""
 
     def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
     def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None: ...
+
+
+class WriteTransaction(BatchReader, Protocol):
+    """The primitives a backend offers inside one atomic write transaction."""
+
     def insert(self, records: Sequence[MemoryRecord]) -> None: ...
     def invalidate(self, change: Invalidation) -> None: ...
     def delete(self, record_id: str) -> bool: ...
@@ -145,7 +156,10 @@ class WriteTransaction(Protocol):
 
 
 @dataclass
-class _Batch:
+class PlannedBatch:
+    """A write batch resolved against the store: the records to insert (input order) and
+    the predecessors to invalidate."""
+
     records: list[MemoryRecord] = field(default_factory=list)
     invalidations: list[Invalidation] = field(default_factory=list)
 
@@ -219,6 +233,10 @@ class BaseMemoryStore(ABC):
     def _prune_events(self, before: datetime) -> int:
         raise CapabilityError(self.backend_name, ["events"])
 
+    def _import_events(self, events: Sequence[StoredEvent]) -> int:
+        """Insert events with their ids, skipping ids already present; returns how many went in."""
+        raise CapabilityError(self.backend_name, ["events"])
+
     def _after_forget(self) -> None:
         """Called after a delete or erase commits; backends scrub their files here."""
 
@@ -264,19 +282,34 @@ class BaseMemoryStore(ABC):
     def prune_events(self, before: datetime) -> int:
         return self._prune_events(before)
 
+    def import_events(self, events: Sequence[StoredEvent | Mapping[str, object]]) -> int:
+        """Insert events verbatim, ids included (moving an event log between stores). An id
+        already in the log is skipped, so a copy can be resumed; returns how many went in."""
+        parsed = [parse_model(StoredEvent, event, what=f"event {i}") for i, event in enumerate(events)]
+        return self._import_events(parsed) if parsed else 0
+
     # --- write --------------------------------------------------------------------
 
     def write(self, inputs: Sequence[WriteInputLike]) -> list[MemoryRecord]:
         items = self._validate_batch(inputs)
         if not items:
             return []
+        batch = self._commit_batch(items)
+        self._emit_writes(batch)
+        return batch.records
+
+    def _commit_batch(self, items: list[MemoryWriteInput]) -> PlannedBatch:
+        """Plan validated inputs against the store and apply them in one transaction.
+
+        A backend overrides this when it must take its locks before planning reads
+        anything (PostgreSQL locks every scope of the batch first, in one order).
+        """
         with self._transaction() as tx:
             batch = self._plan_batch(tx, items)
             for change in batch.invalidations:
                 tx.invalidate(change)
             tx.insert(batch.records)
-        self._emit_writes(batch)
-        return batch.records
+        return batch
 
     def _validate_batch(self, inputs: Sequence[WriteInputLike]) -> list[MemoryWriteInput]:
         if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Sequence):
@@ -304,7 +337,7 @@ class BaseMemoryStore(ABC):
                 )
         return items
 
-    def _plan_batch(self, tx: WriteTransaction, items: list[MemoryWriteInput]) -> _Batch:
+    def _plan_batch(self, tx: BatchReader, items: list[MemoryWriteInput]) -> PlannedBatch:
         """Resolve every input's predecessor, then stamp the batch with one ``now``.
 
         A predecessor is the record an input supersedes: named explicitly, or the valid
@@ -357,7 +390,7 @@ class BaseMemoryStore(ABC):
                 )
         ids = [self._ids.new(now) for _ in items]
         successor: dict[int, str] = {}
-        batch = _Batch()
+        batch = PlannedBatch()
         for index, (predecessor, earlier) in enumerate(zip(stored, in_batch, strict=True)):
             if predecessor is not None:
                 batch.invalidations.append(Invalidation(predecessor.id, now, "superseded", superseded_by=ids[index]))
@@ -419,26 +452,30 @@ class BaseMemoryStore(ABC):
             )
         return predecessor
 
-    def _emit_writes(self, batch: _Batch) -> None:
-        if not self._observed:
-            return
+    def _emit_writes(self, batch: PlannedBatch) -> None:
+        if self._observed:
+            for event in self._write_events(batch):
+                self.emit(event)
+
+    @staticmethod
+    def _write_events(batch: PlannedBatch) -> list[MemoryWriteEvent]:
+        """One write event per distinct scope of a committed batch."""
         now = batch.records[0].created_at
         by_scope: dict[str, list[MemoryRecord]] = {}
         for record in batch.records:
             by_scope.setdefault(scope_json(record.scope), []).append(record)
-        for records in by_scope.values():
-            scope = records[0].scope
-            self.emit(
-                MemoryWriteEvent(
-                    at=now,
-                    scope=scope,
-                    agent=agent_of(scope),
-                    count=len(records),
-                    record_ids=[r.id for r in records],
-                    kinds=dict(Counter(r.kind for r in records)),
-                    superseded_ids=[r.supersedes for r in records if r.supersedes],
-                )
+        return [
+            MemoryWriteEvent(
+                at=now,
+                scope=records[0].scope,
+                agent=agent_of(records[0].scope),
+                count=len(records),
+                record_ids=[r.id for r in records],
+                kinds=dict(Counter(r.kind for r in records)),
+                superseded_ids=[r.supersedes for r in records if r.supersedes],
             )
+            for records in by_scope.values()
+        ]
 
     # --- read ---------------------------------------------------------------------
 
@@ -484,26 +521,27 @@ class BaseMemoryStore(ABC):
         plan = self._plan(query)
         hits = self._run(plan)[0]
         if emit_event and self._observed:
-            text, clipped = preview(plan.query.query)
-            self.emit(
-                MemorySearchEvent(
-                    at=plan.now,
-                    scope=plan.query.scope,
-                    agent=plan.query.agent or agent_of(plan.query.scope),
-                    scope_match=plan.query.scope_match,
-                    query_preview=text,
-                    query_clipped=clipped,
-                    count=len(hits),
-                    limit=plan.limit,
-                    record_ids=[hit.record.id for hit in hits],
-                    duration_ms=round((time.perf_counter() - started) * 1000, 3),
-                )
-            )
+            self.emit(self._search_event(plan, hits, started))
         return hits
 
+    @staticmethod
+    def _search_event(plan: SearchPlan, hits: Sequence[MemoryHit], started: float) -> MemorySearchEvent:
+        text, clipped = preview(plan.query.query)
+        return MemorySearchEvent(
+            at=plan.now,
+            scope=plan.query.scope,
+            agent=plan.query.agent or agent_of(plan.query.scope),
+            scope_match=plan.query.scope_match,
+            query_preview=text,
+            query_clipped=clipped,
+            count=len(hits),
+            limit=plan.limit,
+            record_ids=[hit.record.id for hit in hits],
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+
     def _run(self, plan: SearchPlan) -> tuple[list[MemoryHit], Cursor | None]:
-        if plan.limit == 0 or (plan.ranked and not plan.tokens):
-            # a query with no letters or digits shares no token with any record
+        if plan.empty:
             return [], None
         return self._list(plan)
 
@@ -513,14 +551,23 @@ class BaseMemoryStore(ABC):
         _check_id(record_id)
         cleaned = clean_reason(reason)
         with self._transaction() as tx:
-            current = tx.get_many([record_id]).get(record_id)
-            if current is None:
-                raise MemoryNotFoundError(record_id)
-            if current.invalid_at is not None:
-                return current
-            now = max(self._clock(), current.updated_at)
-            tx.invalidate(Invalidation(record_id, now, cleaned))
-        return current.model_copy(update={"invalid_at": now, "invalid_reason": cleaned, "updated_at": now})
+            result, change = self._invalidation(record_id, tx.get_many([record_id]).get(record_id), cleaned)
+            if change is not None:
+                tx.invalidate(change)
+        return result
+
+    def _invalidation(
+        self, record_id: str, current: MemoryRecord | None, reason: str | None
+    ) -> tuple[MemoryRecord, Invalidation | None]:
+        """The record after invalidating it, and the change to apply (``None``: it was
+        already invalid, and repeating keeps the first reason)."""
+        if current is None:
+            raise MemoryNotFoundError(record_id)
+        if current.invalid_at is not None:
+            return current, None
+        now = max(self._clock(), current.updated_at)
+        change = Invalidation(record_id, now, reason)
+        return current.model_copy(update={"invalid_at": now, "invalid_reason": reason, "updated_at": now}), change
 
     def delete(self, record_id: str) -> bool:
         _check_id(record_id)
@@ -562,6 +609,75 @@ class BaseMemoryStore(ABC):
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
+
+    def import_records(
+        self, records: Sequence[MemoryRecord | Mapping[str, object]], *, skip_existing: bool = False
+    ) -> int:
+        """Insert records verbatim — ids, timestamps, invalidation chains and tombstoned
+        links as they are — in one transaction (moving a store's contents to another
+        backend). Within a batch-time tie, records keep the order given (pass them oldest
+        first). An id already stored is a conflict unless ``skip_existing`` (resuming a
+        copy); so is a live record whose key slot another live record holds. Returns how
+        many records went in."""
+        caps = self.capabilities()
+        if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Sequence):
+            raise MemoryValidationError(
+                "import_records() takes a list of records.", [{"loc": "records", "msg": "expected a list"}]
+            )
+        if len(records) > caps.max_batch:
+            raise MemoryLimitError(
+                f"A batch holds at most {caps.max_batch} records; split it.", limit=caps.max_batch, size=len(records)
+            )
+        parsed = [parse_model(MemoryRecord, record, what=f"record {i}") for i, record in enumerate(records)]
+        for index, record in enumerate(parsed):
+            if len(record.content) > caps.max_content_chars:
+                raise MemoryLimitError(
+                    f"Record {index} ({record.id}): content has {len(record.content)} characters; "
+                    f"{caps.backend} holds at most {caps.max_content_chars}.",
+                    index=index,
+                    limit=caps.max_content_chars,
+                    size=len(record.content),
+                )
+        repeated = [record_id for record_id, n in Counter(r.id for r in parsed).items() if n > 1]
+        if repeated:
+            raise MemoryValidationError(
+                f"Record id {repeated[0]!r} appears twice in one import.", [{"loc": "records", "msg": "repeated id"}]
+            )
+        if not parsed:
+            return 0
+        with self._transaction() as tx:
+            existing = tx.get_many([r.id for r in parsed])
+            if existing and not skip_existing:
+                first = min(existing)
+                raise MemoryConflictError(
+                    f"{len(existing)} of these records already exist (e.g. {first!r}); pass "
+                    "skip_existing=True to resume a copy. Nothing was imported.",
+                    record_id=first,
+                )
+            fresh = [r for r in parsed if r.id not in existing]
+            self._check_import_slots(tx, fresh)
+            if fresh:
+                tx.insert(fresh)
+        return len(fresh)
+
+    @staticmethod
+    def _check_import_slots(tx: BatchReader, records: Sequence[MemoryRecord]) -> None:
+        """A key slot has one live holder, whichever way records arrive."""
+        holders: dict[tuple[str, str, str], str] = {}
+        for record in records:
+            if record.key is None or record.invalid_at is not None:
+                continue
+            slot = (scope_json(record.scope), record.kind, record.key)
+            stored = tx.find_valid_keyed(record.scope, record.kind, record.key)
+            holder = holders.get(slot) or (stored.id if stored is not None else None)
+            if holder is not None and holder != record.id:
+                raise MemoryConflictError(
+                    f"Record {record.id!r} is live on key {record.key!r}, which {holder!r} already holds; "
+                    "a key slot has one live record. Nothing was imported.",
+                    record_id=record.id,
+                    key_holder=holder,
+                )
+            holders[slot] = record.id
 
     def scope_facets(self, scope: Mapping[str, str] | None = None, *, values_per_key: int = 50) -> list[ScopeFacet]:
         return self._scope_facets(canonical_scope(scope) if scope is not None else None, values_per_key)
@@ -619,6 +735,10 @@ class BaseMemoryStore(ABC):
     async def aerase(self, scope: Mapping[str, str]) -> ErasureReport:
         return await asyncio.to_thread(self.erase, scope)
 
+    async def aclose(self) -> None:
+        """Release connections, async ones on the running loop included (see :meth:`close`)."""
+        self.close()
+
     def __enter__(self) -> BaseMemoryStore:
         return self
 
@@ -628,9 +748,11 @@ class BaseMemoryStore(ABC):
 
 __all__ = [
     "BaseMemoryStore",
+    "BatchReader",
     "Clock",
     "Cursor",
     "Invalidation",
+    "PlannedBatch",
     "SearchPlan",
     "WriteTransaction",
     "now_us",

@@ -251,6 +251,16 @@ class InMemoryMemoryStore(BaseMemoryStore):
             self._state.events = kept
             return pruned
 
+    def _import_events(self, events: Sequence[StoredEvent]) -> int:
+        with self._lock:
+            known = {stored.id for stored in self._state.events}
+            fresh = list({stored.id: stored for stored in events if stored.id not in known}.values())
+            # the log stays in id order: reads walk it newest (highest id) first
+            self._state.events = sorted([*self._state.events, *fresh], key=lambda stored: stored.id)
+            if self._state.events:
+                self._state.next_event = max(self._state.next_event, self._state.events[-1].id + 1)
+            return len(fresh)
+
     def _get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         with self._lock:
             return {i: self._state.rows[i].record for i in ids if i in self._state.rows}

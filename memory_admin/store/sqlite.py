@@ -202,6 +202,19 @@ def _json_list(values: Iterable[Any]) -> str:
     return json.dumps(list(values))
 
 
+def _event_values(event: AnyEvent) -> tuple[Any, ...]:
+    """The event log columns after ``eid``, in table order."""
+    return (
+        event.type,
+        _to_db_time(event.at),
+        event.scope[TENANT_KEY],
+        scope_json(event.scope),
+        event.agent,
+        int(getattr(event, "preview_run", False)),
+        event.model_dump_json(),
+    )
+
+
 def _is_busy(exc: sqlite3.Error) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -540,15 +553,7 @@ class SqliteMemoryStore(BaseMemoryStore):
             cur = tx.conn.execute(
                 "INSERT INTO memory_events (type, at, tenant, scope, agent, preview, body) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    event.type,
-                    _to_db_time(event.at),
-                    event.scope[TENANT_KEY],
-                    scope_json(event.scope),
-                    event.agent,
-                    int(getattr(event, "preview_run", False)),
-                    event.model_dump_json(),
-                ),
+                _event_values(event),
             )
             return StoredEvent(id=int(cur.lastrowid or 0), event=event)
 
@@ -587,6 +592,16 @@ class SqliteMemoryStore(BaseMemoryStore):
     def _prune_events(self, before: datetime) -> int:
         with self._transaction() as tx:
             return int(tx.conn.execute("DELETE FROM memory_events WHERE at < ?", (_to_db_time(before),)).rowcount)
+
+    def _import_events(self, events: Sequence[StoredEvent]) -> int:
+        with self._transaction() as tx:
+            before = tx.conn.total_changes
+            tx.conn.executemany(
+                "INSERT OR IGNORE INTO memory_events (eid, type, at, tenant, scope, agent, preview, body) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(stored.id, *_event_values(stored.event)) for stored in events],
+            )
+            return tx.conn.total_changes - before
 
     # --- reads --------------------------------------------------------------------------
 
