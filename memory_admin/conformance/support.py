@@ -46,7 +46,7 @@ class AsyncBridge:
         return self._runner.run(self._store.awrite(inputs))
 
     def search(self, query: Any, **options: Any) -> list[MemoryHit]:
-        return self._runner.run(self._store.asearch(query, **options))  # type: ignore[call-arg]
+        return self._runner.run(self._store.asearch(query, **options))
 
     def get(self, record_id: str) -> MemoryRecord | None:
         return self._runner.run(self._store.aget(record_id))

@@ -1,0 +1,36 @@
+"""Prune the memory event log: events older than an age go, records always stay."""
+
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memory_admin.dashboard.stores import get_store
+from memory_admin.errors import MemoryStoreError
+from memory_admin.retention import prune_events_older_than
+
+
+class Command(BaseCommand):
+    help = (
+        "Delete memory events (write, search, recall) older than an age, e.g. --older-than 30d. "
+        "Memory records are never touched."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--older-than", required=True, help="an age: 30d, 12h, 90m, 2w or 45s")
+        parser.add_argument("--store", help="store URL (default: MEMORY_STORE_URL)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            report = prune_events_older_than(get_store(options["store"]), options["older_than"])
+        except MemoryStoreError as exc:
+            raise CommandError(exc.message) from None
+        noun = "event" if report.pruned == 1 else "events"
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Pruned {report.pruned} {noun} older than {report.cutoff:%Y-%m-%d %H:%M:%S} UTC "
+                f"from the {report.backend} store; memory records are untouched."
+            )
+        )
