@@ -1,0 +1,313 @@
+"""Dashboard benchmark: server time of the pages people use, on a big memory file.
+
+    python -m memory_admin.bench.dashboard --records 1000000 [--out docs/benchmarks/dashboard.md]
+
+Builds (or reuses) a SQLite memory file of ``--records`` synthetic records
+(:mod:`memory_admin.bench.corpus`) plus 10-deep supersede chains, then requests each
+page through Django's test client — the whole server path: middleware, session and
+grant lookup, form parsing, store calls, template rendering — and reports percentiles
+against the targets of the dashboard issue. The file is kept for the next run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sqlite3
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from memory_admin.bench.corpus import Corpus, batched
+from memory_admin.store import BaseMemoryStore, SqliteMemoryStore
+
+TARGETS_MS = {
+    "browse_user_scope": ("p95", 100.0),
+    "browse_tenant_scope": ("p95", 100.0),
+    "browse_next_page": ("p95", 100.0),
+    "search_user_scope": ("p95", 100.0),
+    "search_tenant_scope": ("p95", 100.0),
+    "facets_tenant": ("p95", 300.0),
+    "facets_all_tenants": ("p95", 300.0),
+    "scope_summary": ("p95", 300.0),
+    "record_10_deep_chain": ("p95", 50.0),
+}
+CHAINS = 50
+CHAIN_DEPTH = 10
+BATCH = 1000
+
+
+# --- the corpus -------------------------------------------------------------------------
+
+
+def build_corpus(store: BaseMemoryStore, records: int, *, seed: int = 7) -> None:
+    """The one place the synthetic corpus is written (switch generators here)."""
+    corpus = Corpus()
+    started = time.perf_counter()
+    done = 0
+    for batch in batched(corpus.inputs(records, seed=seed), BATCH):
+        store.write(batch)
+        done += len(batch)
+        if done % 100_000 == 0 or done == records:
+            rate = done / (time.perf_counter() - started)
+            sys.stderr.write(f"  wrote {done:,}/{records:,} records ({rate:,.0f}/s)\n")
+
+
+def build_chains(store: BaseMemoryStore, *, count: int = CHAINS, depth: int = CHAIN_DEPTH) -> list[str]:
+    """``count`` keyed preferences, each rewritten ``depth`` times; returns every version's id."""
+    rng = random.Random(3)
+    corpus = Corpus()
+    ids: list[str] = []
+    for number in range(count):
+        scope = corpus.active_user_scope(rng)
+        for version in range(depth):
+            [record] = store.write(
+                [
+                    {
+                        "scope": scope,
+                        "kind": "preference",
+                        "key": f"bench.chain.{number}",
+                        "content": f"Version {version}: {corpus.sentence(rng)}",
+                        "provenance": {"source": "bench", "run_id": f"chain-{number}"},
+                    }
+                ]
+            )
+            ids.append(record.id)
+    return ids
+
+
+def open_or_build(path: Path, records: int) -> tuple[dict[str, Any], float | None]:
+    """The memory file's manifest (built now if missing or of another size) and the build time."""
+    manifest_path = Path(f"{path}.json")
+    if manifest_path.exists() and path.exists():
+        manifest: dict[str, Any] = json.loads(manifest_path.read_text())
+        if manifest.get("records") == records:
+            sys.stderr.write(f"Reusing {path} ({records:,} records).\n")
+            return manifest, None
+    for suffix in ("", "-wal", "-shm", ".json"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    sys.stderr.write(f"Building {path} with {records:,} records (kept for the next run)…\n")
+    started = time.perf_counter()
+    with SqliteMemoryStore(path, persist_events=False, synchronous="NORMAL") as store:
+        build_corpus(store, records)
+        chain_ids = build_chains(store)
+        store._after_forget()  # checkpoint and truncate the WAL: the file holds everything
+    seconds = time.perf_counter() - started
+    manifest = {"records": records, "chain_ids": chain_ids, "build_seconds": round(seconds, 1)}
+    manifest_path.write_text(json.dumps(manifest))
+    return manifest, seconds
+
+
+# --- measuring ----------------------------------------------------------------------------
+
+
+@dataclass
+class Scenario:
+    """One row: ``calls`` each make one request (or one library call) and return a status."""
+
+    name: str
+    what: str
+    calls: list[Callable[[], int]]
+
+
+def percentiles(samples: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    return {
+        "p50": at(0.50),
+        "p95": at(0.95),
+        "p99": at(0.99),
+        "max": ordered[-1],
+        "mean": statistics.fmean(ordered),
+    }
+
+
+def scenarios(
+    manifest: dict[str, Any], samples: int, get: Callable[[str], Any], store: SqliteMemoryStore
+) -> list[Scenario]:
+    corpus = Corpus()
+    rng = random.Random(11)
+
+    def browse(**params: str) -> str:
+        return "/?" + urlencode(params)
+
+    users = [corpus.active_user_scope(rng) for _ in range(samples)]
+    tenants = [corpus.tenant(rng) for _ in range(samples)]
+    user_text = [",".join(f"{k}={v}" for k, v in sorted(s.items())) for s in users]
+    next_pages = []
+    for tenant in tenants[: max(10, samples // 4)]:
+        first = get(browse(scope=f"tenant={tenant}", invalidated="1")).content.decode()
+        cursor = first.split("after=", 1)[1].split('"', 1)[0].split("&", 1)[0] if "after=" in first else ""
+        next_pages.append(browse(scope=f"tenant={tenant}", invalidated="1", after=cursor))
+    chain_ids: list[str] = manifest["chain_ids"]
+    heads = [chain_ids[i] for i in range(CHAIN_DEPTH - 1, len(chain_ids), CHAIN_DEPTH)]
+    middles = [chain_ids[i] for i in range(CHAIN_DEPTH // 2, len(chain_ids), CHAIN_DEPTH)]
+    record_ids = [*heads, *middles]
+
+    def pages(urls: list[str]) -> list[Callable[[], int]]:
+        return [lambda url=url: int(get(url).status_code) for url in urls]  # type: ignore[misc]
+
+    def facets(tenant: str) -> Callable[[], int]:
+        return lambda: len(store.scope_facets({"tenant": tenant}, values_per_key=20)) and 200
+
+    return [
+        Scenario(
+            "browse_user_scope",
+            "`/?scope=tenant=…,user=…`: newest first, with the scope's facets",
+            pages([browse(scope=s) for s in user_text]),
+        ),
+        Scenario(
+            "browse_tenant_scope",
+            "`/?scope=tenant=…`: newest first, with the tenant's facets",
+            pages([browse(scope=f"tenant={t}") for t in tenants]),
+        ),
+        Scenario(
+            "browse_next_page",
+            "`/?scope=tenant=…&invalidated=1&after=<cursor>`: keyset page 2",
+            pages(next_pages),
+        ),
+        Scenario(
+            "search_user_scope",
+            "`/?scope=tenant=…,user=…&q=<2–4 words>`",
+            pages([browse(scope=s, q=corpus.query(rng)) for s in user_text]),
+        ),
+        Scenario(
+            "search_tenant_scope",
+            "`/?scope=tenant=…&q=<2–4 words>`",
+            pages([browse(scope=f"tenant={t}", q=corpus.query(rng)) for t in tenants]),
+        ),
+        Scenario(
+            "facets_tenant",
+            "`scope_facets(tenant=…)`: the facet panel's store call alone",
+            [facets(t) for t in tenants],
+        ),
+        Scenario(
+            "facets_all_tenants",
+            "`/` without a scope: the admin's tenant picker (facets of every stored scope)",
+            pages(["/"] * max(10, samples // 4)),
+        ),
+        Scenario(
+            "scope_summary",
+            "`/scopes/?scope=tenant=…`: counts by kind and state, profile tier, recent writes",
+            pages([f"/scopes/?scope=tenant={t}" for t in tenants]),
+        ),
+        Scenario(
+            "record_10_deep_chain",
+            "`/records/<id>/` of a version in a 10-deep chain",
+            pages([f"/records/{i}/" for i in (record_ids * samples)[:samples]]),
+        ),
+    ]
+
+
+def measure(scenario: Scenario, warmup: int = 5) -> dict[str, float]:
+    for call in scenario.calls[:warmup]:
+        call()
+    times = []
+    for call in scenario.calls:
+        started = time.perf_counter()
+        status = call()
+        times.append((time.perf_counter() - started) * 1000)
+        if status != 200:
+            raise SystemExit(f"{scenario.name}: a request answered {status}")
+    return percentiles(times)
+
+
+def run(path: Path, records: int, samples: int) -> dict[str, Any]:
+    manifest, built = open_or_build(path, records)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_admin.dashboard.settings.test")
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.test import Client
+    from django.test.utils import override_settings, setup_test_environment
+
+    from memory_admin.dashboard.stores import get_store, reset_stores
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0, interactive=False)
+    client = Client()
+    client.force_login(User.objects.create_superuser("bench", password="bench-only"))
+    results: dict[str, Any] = {"records": records, "samples": samples, "build_seconds": built, "scenarios": {}}
+    with override_settings(MEMORY_STORE_URL=f"sqlite:///{path.resolve()}"):
+        reset_stores()
+        store = get_store()
+        assert isinstance(store, SqliteMemoryStore)
+        for scenario in scenarios(manifest, samples, client.get, store):
+            sys.stderr.write(f"  {scenario.name}: {len(scenario.calls)} requests\n")
+            results["scenarios"][scenario.name] = {
+                "what": scenario.what,
+                "n": len(scenario.calls),
+                **measure(scenario),
+            }
+        reset_stores()
+    return results
+
+
+def report(results: dict[str, Any], command: str) -> str:
+    lines = [
+        "# Dashboard benchmark",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
+        f"{platform.system()} {platform.machine()}.",
+        f"Memory file: {results['records']:,} synthetic records (`memory_admin.bench.corpus`: 10 tenants × 1,000 "
+        f"users, skewed activity) plus {CHAINS} supersede chains {CHAIN_DEPTH} versions deep"
+        + (
+            f"; built in {results['build_seconds']:.0f} s."
+            if results["build_seconds"]
+            else "; reused from an earlier run."
+        ),
+        "",
+        "Server time per request through Django's test client (middleware, session, grants, form, store, "
+        f"template), signed in as an admin; {results['samples']} requests per row after 5 warm-up requests, "
+        "each with a different scope or query.",
+        "",
+        "| page | what | n | p50 ms | p95 ms | p99 ms | max ms | target | |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    for name, row in results["scenarios"].items():
+        stat, limit = TARGETS_MS[name]
+        ok = "✅" if row[stat] <= limit else "❌"
+        lines.append(
+            f"| {name} | {row['what']} | {row['n']} | {row['p50']:.1f} | {row['p95']:.1f} | {row['p99']:.1f} | "
+            f"{row['max']:.1f} | {stat} ≤ {limit:.0f} | {ok} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--path", type=Path, help="memory file (default: var/bench/dashboard-<records>.sqlite3)")
+    parser.add_argument("--samples", type=int, default=200, help="requests per page")
+    parser.add_argument("--out", type=Path, help="also write the markdown report here")
+    args = parser.parse_args(argv)
+    path = args.path or Path("var/bench") / f"dashboard-{args.records}.sqlite3"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    results = run(path, args.records, args.samples)
+    command = "python -m memory_admin.bench.dashboard " + " ".join(argv if argv is not None else sys.argv[1:])
+    text = report(results, command.strip())
+    sys.stdout.write(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    failed = [n for n, row in results["scenarios"].items() if row[TARGETS_MS[n][0]] > TARGETS_MS[n][1]]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
