@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from memory_admin.errors import MemoryValidationError
-from memory_admin.scope import Scope, ScopeMatch, canonical_scope
+from memory_admin.scope import Scope, ScopeMatch, canonical_scope, has_control_chars
 
 Kind = Literal["fact", "preference", "episode", "profile"]
 KINDS: tuple[Kind, ...] = ("fact", "preference", "episode", "profile")
@@ -51,8 +51,8 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _control_chars(text: str, allowed: str = "") -> bool:
-    return any(unicodedata.category(ch) in ("Cc", "Cs") and ch not in allowed for ch in text)
+def _control_chars(text: str, *, allow_layout: bool = False) -> bool:
+    return has_control_chars(text, allow_layout=allow_layout)
 
 
 def normalize_tag(tag: str) -> str:
@@ -92,7 +92,7 @@ def normalize_content(content: str) -> str:
     cleaned = content.strip()
     if not cleaned:
         raise ValueError("content must not be blank")
-    if _control_chars(cleaned, allowed="\n\t"):
+    if _control_chars(cleaned, allow_layout=True):
         raise ValueError("content must not contain control characters other than newline and tab")
     return cleaned
 
@@ -298,6 +298,24 @@ class MemoryRecord(_RecordFields):
     def is_live(self, now: datetime) -> bool:
         """Valid and not expired: what search and recall may return."""
         return self.is_valid and not self.is_expired(now)
+
+
+_RECORD_FIELD_ORDER = tuple(MemoryRecord.model_fields)
+_RECORD_FIELDS = frozenset(_RECORD_FIELD_ORDER)
+
+
+def trusted_record(**values: Any) -> MemoryRecord:
+    """A record from values that were already validated (as a write input, by the store).
+
+    Equivalent to ``MemoryRecord.model_construct`` with every field given, minus its
+    per-field default resolution: writing a batch builds thousands of these.
+    """
+    record = MemoryRecord.__new__(MemoryRecord)
+    object.__setattr__(record, "__dict__", {name: values[name] for name in _RECORD_FIELD_ORDER})
+    object.__setattr__(record, "__pydantic_fields_set__", set(_RECORD_FIELDS))
+    object.__setattr__(record, "__pydantic_extra__", None)
+    object.__setattr__(record, "__pydantic_private__", None)
+    return record
 
 
 class MemorySearchQuery(_Model):

@@ -41,8 +41,19 @@ MAX_SCOPE_VALUE_CHARS = 200
 _KEY_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_CONTROL_BUT_LAYOUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def has_control_chars(text: str, *, allow_layout: bool = False) -> bool:
+    """True if ``text`` holds control characters (Unicode Cc) or lone surrogates.
+    ``allow_layout`` admits newline and tab."""
+    return (_CONTROL_BUT_LAYOUT if allow_layout else _CONTROL).search(text) is not None
+
+
 def _has_control_chars(text: str) -> bool:
-    return any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in text)
+    # scope values are identifiers: invisible format characters (Cf) are refused too
+    return has_control_chars(text) or any(unicodedata.category(ch) == "Cf" for ch in text)
 
 
 def scope_problems(scope: object, *, loc: str = "scope") -> list[dict[str, str]]:
@@ -76,15 +87,32 @@ def scope_problems(scope: object, *, loc: str = "scope") -> list[dict[str, str]]
     return problems
 
 
+_CANONICAL_CACHE: dict[tuple[tuple[object, object], ...], Scope] = {}
+_CANONICAL_CACHE_SIZE = 4096
+
+
 def canonical_scope(scope: Mapping[str, str], *, loc: str = "scope") -> Scope:
     """Validate ``scope`` and return it trimmed, NFC-normalised, with sorted keys.
 
     Raises :class:`MemoryValidationError` listing every problem at once.
     """
+    # batches repeat a few scopes many times; validating each distinct one once pays
+    try:
+        cache_key = tuple(scope.items())
+        cached = _CANONICAL_CACHE.get(cache_key)
+    except TypeError:  # unhashable values: validation below says why
+        cache_key, cached = (), None
+    if cached is not None:
+        return dict(cached)
     problems = scope_problems(scope, loc=loc)
     if problems:
         raise MemoryValidationError(f"Invalid {loc}: " + "; ".join(p["msg"] for p in problems), problems)
-    return {key: unicodedata.normalize("NFC", scope[key].strip()) for key in sorted(scope)}
+    canonical = {key: unicodedata.normalize("NFC", scope[key].strip()) for key in sorted(scope)}
+    if cache_key:
+        if len(_CANONICAL_CACHE) >= _CANONICAL_CACHE_SIZE:
+            _CANONICAL_CACHE.clear()
+        _CANONICAL_CACHE[cache_key] = canonical
+    return dict(canonical)
 
 
 def scope_json(scope: Mapping[str, str]) -> str:

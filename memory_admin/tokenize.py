@@ -9,10 +9,14 @@ which is what the conformance kit pins.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 # unicode61's default token categories: letters, numbers and private use ("L* N* Co").
 # Python's \w is not used: it also admits the underscore and connector punctuation.
+_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
+# the combining diacritics of Latin text; other combining marks take the general path
+_LATIN_MARKS = {code: None for code in range(0x300, 0x370)}
 
 
 def _is_token_char(ch: str) -> bool:
@@ -20,9 +24,7 @@ def _is_token_char(ch: str) -> bool:
     return category[0] in "LN" or category == "Co"
 
 
-def tokenize(text: str) -> list[str]:
-    """Split ``text`` into match tokens, in order, duplicates kept."""
-    folded = unicodedata.normalize("NFD", text.lower())
+def _tokenize_general(folded: str) -> list[str]:
     tokens: list[str] = []
     current: list[str] = []
     for ch in folded:
@@ -36,6 +38,18 @@ def tokenize(text: str) -> list[str]:
     if current:
         tokens.append("".join(current))
     return tokens
+
+
+def tokenize(text: str) -> list[str]:
+    """Split ``text`` into match tokens, in order, duplicates kept."""
+    lowered = text.lower()
+    if lowered.isascii():  # the common case, at regex speed
+        return _ASCII_TOKEN.findall(lowered)
+    folded = unicodedata.normalize("NFD", lowered)
+    stripped = folded.translate(_LATIN_MARKS)
+    if stripped.isascii():
+        return _ASCII_TOKEN.findall(stripped)
+    return _tokenize_general(folded)
 
 
 def unique_tokens(text: str) -> list[str]:

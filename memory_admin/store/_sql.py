@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from memory_admin.errors import MemoryCorruptionError
 from memory_admin.records import MemoryRecord, validation_problems
-from memory_admin.scope import AGENT_KEY
+from memory_admin.scope import AGENT_KEY, TENANT_KEY
 
 RECORD_COLUMNS = (
     "id",
@@ -53,10 +53,29 @@ def pair_token(key: str, value: str) -> str:
     return "p" + digest
 
 
+def tenant_pair_token(tenant: str, key: str, value: str) -> str:
+    """Like :func:`pair_token`, qualified by tenant: ``user=u1`` of two tenants are two
+    tokens, so a user's token lists exactly that user's records and a scoped search can
+    match on it alone."""
+    if key == TENANT_KEY:
+        return "t" + hashlib.blake2b(value.encode(), digest_size=10).hexdigest()
+    digest = hashlib.blake2b(f"{tenant}\x1f{key}={value}".encode(), digest_size=10).hexdigest()
+    return "p" + digest
+
+
+def filter_tokens(scope: Mapping[str, str]) -> list[str]:
+    """The hidden tokens a record must all hold to match ``scope`` as a subset filter.
+    The tenant token is implied by any other pair's, so it is needed only alone."""
+    tenant = scope[TENANT_KEY]
+    pairs = [tenant_pair_token(tenant, key, value) for key, value in sorted(scope.items()) if key != TENANT_KEY]
+    return pairs or [tenant_pair_token(tenant, TENANT_KEY, tenant)]
+
+
 def scope_tokens(scope: Mapping[str, str], scope_id: int) -> str:
-    """Hidden index tokens for a scope: one per pair, one for the scope itself, and the
-    agent marker when the scope names an agent."""
-    tokens = [pair_token(key, value) for key, value in sorted(scope.items())]
+    """Hidden index tokens for a scope: one per pair (tenant-qualified), one for the
+    scope itself, and the agent marker when the scope names an agent."""
+    tenant = scope[TENANT_KEY]
+    tokens = [tenant_pair_token(tenant, key, value) for key, value in sorted(scope.items())]
     tokens.append(f"s{scope_id}")
     if AGENT_KEY in scope:
         tokens.append(AGENT_MARK)

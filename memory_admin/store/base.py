@@ -47,6 +47,7 @@ from memory_admin.records import (
     MemorySearchQuery,
     MemoryWriteInput,
     parse_model,
+    trusted_record,
     utc_now,
 )
 from memory_admin.scope import Scope, canonical_scope, scope_json
@@ -401,7 +402,8 @@ class BaseMemoryStore(ABC):
             predecessor_id = ids[earlier] if earlier is not None else (before.id if before else None)
             retired_now = index in successor
             batch.records.append(
-                MemoryRecord(
+                # every field was validated as a MemoryWriteInput; skip validating it twice
+                trusted_record(
                     id=ids[index],
                     scope=item.scope,
                     kind=item.kind,
@@ -418,6 +420,7 @@ class BaseMemoryStore(ABC):
                     invalid_at=now if retired_now else None,
                     invalid_reason="superseded" if retired_now else None,
                     superseded_by=successor.get(index),
+                    supports=(),
                 )
             )
         return batch

@@ -14,12 +14,16 @@ _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 PREFIX = "mem_"
 
 
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]  # 10 bits per lookup
+
+
 def _encode(value: int) -> str:
-    chars = []
-    for _ in range(26):
-        chars.append(_ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+    """128 bits as 26 Crockford base32 characters (the first holds the top 3 bits)."""
+    chunks = []
+    for _ in range(13):
+        chunks.append(_PAIRS[value & 1023])
+        value >>= 10
+    return "".join(reversed(chunks))
 
 
 class IdFactory:

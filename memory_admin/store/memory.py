@@ -7,7 +7,6 @@ on it behaves like production.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -18,6 +17,7 @@ from datetime import datetime
 from memory_admin.events import AnyEvent, EventQuery, StoredEvent, event_matches
 from memory_admin.records import KINDS, MemoryHit, MemoryRecord
 from memory_admin.scope import Scope, is_subset_match, scope_json, scope_matches, visible_to_agent
+from memory_admin.store import ranking
 from memory_admin.store.base import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_CONTENT_CHARS,
@@ -35,10 +35,6 @@ from memory_admin.store.protocol import (
     ScopeFacet,
     ScopeValueCount,
 )
-from memory_admin.tokenize import tokenize
-
-BM25_K1 = 1.2
-BM25_B = 0.75
 
 
 @dataclass
@@ -50,7 +46,7 @@ class _Row:
 
 
 def _terms(record: MemoryRecord) -> Counter[str]:
-    return Counter(tokenize(record.content) + tokenize(" ".join(record.tags)))
+    return ranking.record_terms(record.content, record.tags)
 
 
 @dataclass
@@ -268,18 +264,9 @@ class InMemoryMemoryStore(BaseMemoryStore):
     def _bm25(self, row: _Row, tokens: Sequence[str]) -> float:
         state = self._state
         total = len(state.rows)
-        avg = state.total_length / total if total else 1.0
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * row.length / (avg or 1.0))
-        score = 0.0
-        for token in tokens:
-            freq = row.terms.get(token, 0)
-            if not freq:
-                continue
-            docs = state.doc_freq.get(token, 0)
-            idf = math.log((total - docs + 0.5) / (docs + 0.5))
-            idf = idf if idf > 0 else 1e-6
-            score += idf * (freq * (BM25_K1 + 1)) / (freq + norm)
-        return score
+        weights = {token: ranking.idf(total, state.doc_freq.get(token, 0)) for token in tokens}
+        average = state.total_length / total if total else 1.0
+        return ranking.score(row.terms, row.length, average, weights)
 
     def _list(self, plan: SearchPlan) -> tuple[list[MemoryHit], Cursor | None]:
         with self._lock:

@@ -1,0 +1,337 @@
+"""Store benchmark: ingest, scoped search, listing, get, size and memory at scale.
+
+    python -m memory_admin.bench.store --sizes 100000,1000000 [--out docs/benchmarks/store.md]
+
+Each size runs in a fresh subprocess (so peak RSS is that size's own) against a fresh
+SQLite file. Every operation is measured twice in the same run: through the store's
+public API, and as the same operation done with hand-written SQL on the same schema —
+the ratio is the library's overhead (validation, planning, record models).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memory_admin.bench.corpus import Corpus, batched
+from memory_admin.scope import scope_json
+from memory_admin.store._sql import dumps, filter_tokens, scope_tokens
+from memory_admin.store.sqlite import SqliteMemoryStore, sqlite_file_stats
+from memory_admin.tokenize import unique_tokens
+
+BATCH = 1000
+TARGETS = {
+    "user_search_p99_ms": 5.0,
+    "user_search_ratio": 2.5,
+    "tenant_search_p99_ms": 15.0,
+    "listing_p99_ms": 1.0,
+    "ingest_per_s": 25_000,
+    "ingest_ratio": 0.7,
+    "bytes_per_record": 400,
+}
+
+
+def _progress(label: str, done: int, total: int, started: float) -> None:
+    if not sys.stderr.isatty() and done not in (total,) and done % (total // 10 or 1):
+        return
+    rate = done / max(time.perf_counter() - started, 1e-9)
+    width = 30
+    filled = int(width * done / total)
+    sys.stderr.write(f"\r  {label:<14} [{'#' * filled}{'.' * (width - filled)}] {done:>9,}/{total:,}  {rate:,.0f}/s")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _percentiles(samples: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99), "mean": statistics.fmean(ordered) * 1000}
+
+
+def _timed(calls: Sequence[Callable[[], object]]) -> dict[str, float]:
+    for call in calls[: min(100, len(calls))]:  # warm the page cache and statement caches
+        call()
+    samples = []
+    for call in calls:
+        started = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - started)
+    return _percentiles(samples)
+
+
+class RawSqlite:
+    """The same operations, hand-written against the same schema: no models, no checks."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute("PRAGMA synchronous = FULL")
+        self.scope_ids: dict[str, int] = {}
+
+    def _scope_id(self, scope: dict[str, str]) -> int:
+        key = scope_json(scope)
+        found = self.scope_ids.get(key)
+        if found is None:
+            cur = self.conn.execute(
+                "INSERT INTO memory_scopes (scope, tenant, n_pairs) VALUES (?, ?, ?)",
+                (key, scope["tenant"], len(scope)),
+            )
+            found = self.scope_ids[key] = int(cur.lastrowid or 0)
+            self.conn.execute(
+                "UPDATE memory_scopes SET fts_tokens = ? WHERE scope_id = ?", (scope_tokens(scope, found), found)
+            )
+            self.conn.executemany(
+                "INSERT INTO memory_scope_pairs VALUES (?, ?, ?)", [(found, k, v) for k, v in scope.items()]
+            )
+        return found
+
+    def write(self, batch: list[dict[str, Any]]) -> None:
+        now = int(time.time() * 1_000_000)
+        self.conn.execute("BEGIN IMMEDIATE")
+        rows = [
+            (
+                "mem_" + uuid.uuid4().hex,
+                self._scope_id(item["scope"]),
+                item["kind"],
+                item.get("key"),
+                item["content"],
+                dumps(item["tags"]) if item.get("tags") else None,
+                dumps(item["provenance"]),
+                now,
+            )
+            for item in batch
+        ]
+        first = self.conn.execute("SELECT coalesce(max(rid), 0) + 1 FROM memory_records").fetchone()[0]
+        self.conn.executemany(
+            "INSERT INTO memory_records (id, scope_id, kind, key, content, tags, provenance, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        self.conn.execute(
+            "INSERT INTO memory_fts (rowid, content, tags, meta) "
+            "SELECT rid, content, tags, meta FROM memory_fts_source WHERE rid >= ?",
+            (first,),
+        )
+        counts: dict[int, int] = {}
+        for row in rows:
+            counts[row[1]] = counts.get(row[1], 0) + 1
+        self.conn.executemany(
+            "UPDATE memory_scopes SET n_records = n_records + ? WHERE scope_id = ?", [(n, s) for s, n in counts.items()]
+        )
+        self.conn.execute("COMMIT")
+
+    def search(self, scope: dict[str, str], query: str, limit: int = 10) -> list[tuple[Any, ...]]:
+        pairs = " AND ".join(filter_tokens(scope))
+        words = " OR ".join(f'"{t}"' for t in unique_tokens(query))
+        now = int(time.time() * 1_000_000)
+        return self.conn.execute(
+            "SELECT r.id, r.content, r.created_at, f.score FROM ("
+            "  SELECT rowid AS rid, bm25(memory_fts, 1.0, 1.0, 0.0) AS score FROM memory_fts"
+            "  WHERE memory_fts MATCH ? ORDER BY score LIMIT ?) f "
+            "JOIN memory_records r ON r.rid = f.rid "
+            "WHERE r.invalid_at IS NULL AND (r.expires_at IS NULL OR r.expires_at > ?) ORDER BY f.score",
+            (f"(meta : ({pairs})) AND ({{content tags}} : ({words}))", limit, now),
+        ).fetchall()
+
+    def listing(self, scope: dict[str, str], limit: int = 10) -> list[tuple[Any, ...]]:
+        now = int(time.time() * 1_000_000)
+        return self.conn.execute(
+            "SELECT r.id, r.content, r.created_at FROM memory_records r "
+            "WHERE r.scope_id IN (SELECT scope_id FROM memory_scope_pairs WHERE key = 'tenant' AND value = ? "
+            "  INTERSECT SELECT scope_id FROM memory_scope_pairs WHERE key = 'user' AND value = ?) "
+            "AND r.invalid_at IS NULL AND (r.expires_at IS NULL OR r.expires_at > ?) "
+            "ORDER BY r.created_at DESC, r.rid DESC LIMIT ?",
+            (scope["tenant"], scope["user"], now, limit),
+        ).fetchall()
+
+    def get(self, record_id: str) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self.conn.execute(
+            "SELECT r.*, s.scope FROM memory_records r JOIN memory_scopes s USING (scope_id) WHERE r.id = ?",
+            (record_id,),
+        ).fetchone()
+        return row
+
+
+def run_size(size: int, workdir: Path, queries: int) -> dict[str, Any]:
+    corpus = Corpus()
+    store_path = workdir / f"store-{size}.sqlite3"
+    raw_path = workdir / f"raw-{size}.sqlite3"
+    for path in (store_path, raw_path):
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+    result: dict[str, Any] = {"size": size}
+
+    store = SqliteMemoryStore(store_path, persist_events=False)
+    started = time.perf_counter()
+    done = 0
+    for batch in batched(corpus.inputs(size), BATCH):
+        store.write(batch)
+        done += len(batch)
+        _progress("store ingest", done, size, started)
+    result["ingest_per_s"] = size / (time.perf_counter() - started)
+
+    SqliteMemoryStore(raw_path, persist_events=False).close()  # the same schema, empty
+    raw_ingest = RawSqlite(raw_path)
+    started = time.perf_counter()
+    done = 0
+    for batch in batched(corpus.inputs(size), BATCH):
+        raw_ingest.write(batch)
+        done += len(batch)
+        _progress("raw ingest", done, size, started)
+    result["raw_ingest_per_s"] = size / (time.perf_counter() - started)
+    raw_ingest.conn.close()
+
+    store._after_forget()  # checkpoint + truncate the WAL so the file holds everything
+    result["bytes_per_record"] = sqlite_file_stats(store_path)["file_bytes"] / size
+
+    raw = RawSqlite(store_path)
+    rng = random.Random(11)
+    user_cases = [(corpus.active_user_scope(rng), corpus.query(rng)) for _ in range(queries)]
+    tenant_cases = [({"tenant": corpus.tenant(rng)}, corpus.query(rng)) for _ in range(queries)]
+    ids = [row[0] for row in raw.conn.execute("SELECT id FROM memory_records ORDER BY random() LIMIT ?", (queries,))]
+
+    def search_call(scope: dict[str, str], text: str) -> Callable[[], object]:
+        return lambda: store.search({"scope": scope, "query": text, "limit": 10})
+
+    def raw_search_call(scope: dict[str, str], text: str) -> Callable[[], object]:
+        return lambda: raw.search(scope, text)
+
+    measurements: dict[str, tuple[list[Callable[[], object]], list[Callable[[], object]]]] = {
+        "user_search": (
+            [search_call(s, q) for s, q in user_cases],
+            [raw_search_call(s, q) for s, q in user_cases],
+        ),
+        "tenant_search": (
+            [search_call(s, q) for s, q in tenant_cases],
+            [raw_search_call(s, q) for s, q in tenant_cases],
+        ),
+        "listing": (
+            [(lambda s=s: store.search({"scope": s, "limit": 10})) for s, _ in user_cases],
+            [(lambda s=s: raw.listing(s)) for s, _ in user_cases],
+        ),
+        "get": (
+            [(lambda i=i: store.get(i)) for i in ids],
+            [(lambda i=i: raw.get(i)) for i in ids],
+        ),
+    }
+    for name, (through_store, by_hand) in measurements.items():
+        sys.stderr.write(f"  measuring {name} ({len(through_store)} calls each)\n")
+        result[name] = _timed(through_store)
+        result[f"raw_{name}"] = _timed(by_hand)
+    hits = [len(store.search({"scope": s, "query": q, "limit": 10})) for s, q in user_cases[:200]]
+    result["user_search_mean_hits"] = statistics.fmean(hits)
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    store.close()
+    raw.conn.close()
+    return result
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}×" if b else "n/a"
+
+
+def report(results: list[dict[str, Any]]) -> str:
+    lines = [
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} cores, "
+        f"SQLite {sqlite3.sqlite_version}, Python {sys.version.split()[0]}.",
+        "",
+        "| operation | size | store p50 / p95 / p99 (ms) | raw SQL p50 / p95 / p99 (ms) | p99 ratio |",
+        "| --- | ---: | --- | --- | ---: |",
+    ]
+    for r in results:
+        for name in ("user_search", "tenant_search", "listing", "get"):
+            s, raw = r[name], r[f"raw_{name}"]
+            lines.append(
+                f"| {name.replace('_', ' ')} | {r['size']:,} | {s['p50']:.2f} / {s['p95']:.2f} / {s['p99']:.2f} "
+                f"| {raw['p50']:.2f} / {raw['p95']:.2f} / {raw['p99']:.2f} | {_ratio(s['p99'], raw['p99'])} |"
+            )
+    lines += [
+        "",
+        "| size | ingest (records/s) | raw ingest | ratio | bytes/record | peak RSS (MB) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['size']:,} | {r['ingest_per_s']:,.0f} | {r['raw_ingest_per_s']:,.0f} "
+            f"| {r['ingest_per_s'] / r['raw_ingest_per_s']:.2f}× | {r['bytes_per_record']:.0f} "
+            f"| {r['peak_rss_mb']:.0f} |"
+        )
+    largest = max(results, key=lambda r: r["size"])
+    checks = {
+        "user-scoped search p99 ≤ 5 ms": largest["user_search"]["p99"] <= TARGETS["user_search_p99_ms"],
+        "user-scoped search p99 ≤ 2.5× raw": largest["user_search"]["p99"]
+        <= TARGETS["user_search_ratio"] * largest["raw_user_search"]["p99"],
+        "tenant-scoped search p99 ≤ 15 ms": largest["tenant_search"]["p99"] <= TARGETS["tenant_search_p99_ms"],
+        "recency listing p99 ≤ 1 ms": largest["listing"]["p99"] <= TARGETS["listing_p99_ms"],
+        "ingest ≥ 25k records/s": largest["ingest_per_s"] >= TARGETS["ingest_per_s"],
+        "ingest ≥ 0.7× raw": largest["ingest_per_s"] >= TARGETS["ingest_ratio"] * largest["raw_ingest_per_s"],
+        "≤ 400 bytes per record": largest["bytes_per_record"] <= TARGETS["bytes_per_record"],
+    }
+    lines += ["", f"Targets at {largest['size']:,} records:", ""]
+    lines += [f"- {'met' if ok else 'MISSED'}: {name}" for name, ok in checks.items()]
+    lines += ["", f"Mean hits per user-scoped search (limit 10): {largest['user_search_mean_hits']:.1f}."]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="100000,1000000", help="comma-separated record counts")
+    parser.add_argument("--queries", type=int, default=2000, help="calls per measured operation")
+    parser.add_argument("--dir", type=Path, default=None, help="where the benchmark files go (default: a temp dir)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the report (markdown) here")
+    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    workdir = args.dir or Path(tempfile.mkdtemp(prefix="memory-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    if args.one is not None:
+        print(json.dumps(run_size(args.one, workdir, args.queries)))
+        return 0
+    results = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        sys.stderr.write(f"{size:,} records → {workdir}\n")
+        child = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "memory_admin.bench.store",
+                "--one",
+                str(size),
+                "--dir",
+                str(workdir),
+                "--queries",
+                str(args.queries),
+            ],
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+    text = report(results)
+    command = "python -m memory_admin.bench.store " + " ".join(argv if argv is not None else sys.argv[1:])
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(f"# Store benchmark\n\n```\n{command.strip()}\n```\n\n{text}\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
