@@ -1,0 +1,443 @@
+"""Continuity benchmark on LoCoMo: does keyword recall find the evidence, in scope?
+
+    python -m memory_admin.bench.locomo /work/shared/datasets/locomo/locomo-dev.json \\
+        [--store URL] [--out docs/benchmarks/locomo.md]
+
+Each conversation's observations (atomic facts, each citing the dialog ids it came
+from) are written as records in one scope per conversation. Every question of
+categories 1-4 (multi-hop, temporal, open-domain, single-hop; 5 is adversarial: its
+answer is not in the conversation) is then searched in its own conversation's scope,
+the way the agent toolbox reads (visible match), and:
+
+* **recall@k** — the share of the question's evidence dialog ids covered by the
+  dialog ids of the top k records, averaged over questions. Observations cite about
+  80 % of the evidence ids, so that is the ceiling;
+* **cross-scope leakage** — records from another conversation in any result. Each
+  question is also searched in a *different* conversation's scope, where its words
+  match nothing it may see; both must return only that scope's records. Must be 0;
+* **characters** returned per search, **latency** p50/p99 per search;
+* the turn-1 **recall block** at the default budget: how often it is truncated, its
+  size, its latency, and how much evidence it carries.
+
+Beside it, in the same run over the same data, a **baseline**: one raw SQLite FTS5
+table (``unicode61 remove_diacritics 2``) queried with bm25 and the same tokens,
+filtered to the conversation. The store's keyword search must not fall below it; the
+command exits non-zero if it does, or if anything leaks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory_admin.recall import DEFAULT_BUDGET_CHARS, assemble_recall
+from memory_admin.records import MemoryRecord
+from memory_admin.scope import canonical_scope
+from memory_admin.store import BaseMemoryStore, open_store
+from memory_admin.tokenize import unique_tokens
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+KS = (5, 10)
+SEARCH_LIMIT = max(KS)
+TOLERANCE = 0.005
+"""How far below insertion-order FTS5 the store's recall@10 may land: the two score
+identically and differ only in how equal scores are ordered (see :class:`Fts5Baseline`)."""
+
+
+# --- the data ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Observation:
+    conversation: str
+    text: str
+    dialog_ids: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Question:
+    conversation: str
+    text: str
+    category: int
+    evidence: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    conversations: list[str]
+    observations: list[Observation]
+    questions: list[Question]
+
+    def ceiling(self) -> float:
+        """Mean share of a question's evidence that any observation cites."""
+        cited: dict[str, set[str]] = {}
+        for obs in self.observations:
+            cited.setdefault(obs.conversation, set()).update(obs.dialog_ids)
+        return statistics.fmean(len(q.evidence & cited[q.conversation]) / len(q.evidence) for q in self.questions)
+
+
+def _evidence(raw: Sequence[str]) -> frozenset[str]:
+    # a few entries hold two ids ("D8:6; D9:17"); malformed ones are kept and never match
+    return frozenset(part.strip() for item in raw for part in item.split(";") if part.strip())
+
+
+def load_dataset(path: Path) -> Dataset:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    conversations: list[str] = []
+    observations: list[Observation] = []
+    questions: list[Question] = []
+    for sample in data:
+        name = str(sample["sample_id"])
+        conversations.append(name)
+        for session in sample["observation"].values():
+            for facts in session.values():
+                for text, dialog in facts:
+                    ids = [dialog] if isinstance(dialog, str) else list(dialog)
+                    observations.append(Observation(name, text, frozenset(ids)))
+        for qa in sample["qa"]:
+            evidence = _evidence(qa.get("evidence", []))
+            if qa["category"] in CATEGORIES and evidence:
+                questions.append(Question(name, qa["question"], int(qa["category"]), evidence))
+    return Dataset(conversations, observations, questions)
+
+
+# --- measuring ---------------------------------------------------------------------
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+@dataclass
+class Tally:
+    """Per-question figures for one retriever."""
+
+    recall: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in KS})
+    by_category: dict[int, list[float]] = field(default_factory=dict)
+    chars: dict[int, list[int]] = field(default_factory=lambda: {k: [] for k in KS})
+    latency_ms: list[float] = field(default_factory=list)
+    leaked: int = 0
+    probes: int = 0
+
+    def add(self, question: Question, ranked: list[tuple[str, frozenset[str], str]], seconds: float) -> None:
+        """``ranked``: (conversation, dialog ids, content) of each result, best first."""
+        self.latency_ms.append(seconds * 1000)
+        self.leaked += sum(1 for conversation, _, _ in ranked if conversation != question.conversation)
+        for k in KS:
+            covered = set().union(*(ids for _, ids, _ in ranked[:k])) if ranked[:k] else set()
+            share = len(question.evidence & covered) / len(question.evidence)
+            self.recall[k].append(share)
+            self.chars[k].append(sum(len(text) for _, _, text in ranked[:k]))
+            if k == SEARCH_LIMIT:
+                self.by_category.setdefault(question.category, []).append(share)
+
+    def probe(self, searched: str, ranked: list[tuple[str, frozenset[str], str]]) -> None:
+        self.probes += 1
+        self.leaked += sum(1 for conversation, _, _ in ranked if conversation != searched)
+
+
+@dataclass
+class BlockTally:
+    truncated: int = 0
+    chars: list[int] = field(default_factory=list)
+    latency_ms: list[float] = field(default_factory=list)
+    coverage: list[float] = field(default_factory=list)
+    leaked: int = 0
+
+
+# --- the store under test ------------------------------------------------------------
+
+
+@contextmanager
+def opened(url: str | None, persist_events: bool) -> Iterator[BaseMemoryStore]:
+    if url is not None:
+        with open_store(url, persist_events=persist_events) as store:
+            yield store
+        return
+    with (
+        tempfile.TemporaryDirectory(prefix="locomo-bench-") as folder,
+        open_store(f"sqlite:///{Path(folder) / 'memory.sqlite3'}", persist_events=persist_events) as store,
+    ):
+        yield store
+
+
+class StoreRun:
+    """The dataset loaded into a memory store, one scope per conversation."""
+
+    def __init__(self, store: BaseMemoryStore, dataset: Dataset, tenant: str) -> None:
+        self.store = store
+        self.tenant = tenant
+        self.owner: dict[str, tuple[str, frozenset[str]]] = {}
+        started = time.perf_counter()
+        for conversation in dataset.conversations:
+            inputs = [
+                {
+                    "scope": self.scope(conversation),
+                    "kind": "fact",
+                    "content": obs.text,
+                    "provenance": {"source": "locomo", "conversation_id": conversation},
+                }
+                for obs in dataset.observations
+                if obs.conversation == conversation
+            ]
+            records = store.write(inputs)
+            for record, obs in zip(
+                records, (o for o in dataset.observations if o.conversation == conversation), strict=True
+            ):
+                self.owner[record.id] = (conversation, obs.dialog_ids)
+        self.ingest_seconds = time.perf_counter() - started
+
+    def scope(self, conversation: str) -> dict[str, str]:
+        return canonical_scope({"tenant": self.tenant, "conversation": conversation})
+
+    def describe(self, record: MemoryRecord) -> tuple[str, frozenset[str], str]:
+        # a record this run did not write (another scope's, in a shared store) is a leak
+        conversation, ids = self.owner.get(record.id, (f"<foreign {record.scope}>", frozenset()))
+        return conversation, ids, record.content
+
+    def search(self, conversation: str, text: str) -> tuple[list[tuple[str, frozenset[str], str]], float]:
+        query = {"scope": self.scope(conversation), "scope_match": "visible", "query": text, "limit": SEARCH_LIMIT}
+        started = time.perf_counter()
+        hits = self.store.search(query)
+        elapsed = time.perf_counter() - started
+        return [self.describe(hit.record) for hit in hits], elapsed
+
+    def recall_block(self, question: Question, tally: BlockTally) -> None:
+        started = time.perf_counter()
+        # the block's event would land in the store's log: a benchmark is not production traffic
+        result = assemble_recall(self.store, self.scope(question.conversation), question.text, sink=lambda e: None)
+        tally.latency_ms.append((time.perf_counter() - started) * 1000)
+        tally.truncated += int(result.report.truncated)
+        tally.chars.append(result.report.chars)
+        owners = [self.owner.get(record_id) for record_id in result.report.record_ids]
+        tally.leaked += sum(1 for owner in owners if owner is None or owner[0] != question.conversation)
+        covered = set().union(*(owner[1] for owner in owners if owner is not None)) if owners else set()
+        tally.coverage.append(len(question.evidence & covered) / len(question.evidence))
+
+
+# --- the baseline ------------------------------------------------------------------
+
+
+class Fts5Baseline:
+    """The same observations in one raw FTS5 table, searched with bm25.
+
+    Equal bm25 scores are common (short facts, one shared word). FTS5 returns them in
+    insertion order; the store's contract puts the newer record first, and within one
+    write batch the later input counts as newer. ``newest_first`` orders ties the
+    store's way, which isolates the scoring from the tie rule.
+    """
+
+    def __init__(self, dataset: Dataset, folder: Path, *, newest_first: bool = False) -> None:
+        self.order = "bm25(facts), rowid DESC" if newest_first else "bm25(facts)"
+        self.db = sqlite3.connect(folder / f"baseline-{'newest' if newest_first else 'inserted'}.sqlite3")
+        self.db.execute(
+            "CREATE VIRTUAL TABLE facts USING fts5(content, conversation UNINDEXED, dialog_ids UNINDEXED, "
+            "tokenize='unicode61 remove_diacritics 2')"
+        )
+        started = time.perf_counter()
+        with self.db:
+            self.db.executemany(
+                "INSERT INTO facts (content, conversation, dialog_ids) VALUES (?, ?, ?)",
+                [(o.text, o.conversation, json.dumps(sorted(o.dialog_ids))) for o in dataset.observations],
+            )
+        self.ingest_seconds = time.perf_counter() - started
+
+    def search(self, conversation: str, text: str) -> tuple[list[tuple[str, frozenset[str], str]], float]:
+        started = time.perf_counter()
+        tokens = unique_tokens(text)
+        rows: list[tuple[str, str, str]] = []
+        if tokens:
+            expression = " OR ".join('"' + token.replace('"', '""') + '"' for token in tokens)
+            rows = self.db.execute(
+                "SELECT conversation, dialog_ids, content FROM facts WHERE facts MATCH ? AND conversation = ? "
+                f"ORDER BY {self.order} LIMIT ?",
+                (expression, conversation, SEARCH_LIMIT),
+            ).fetchall()
+        elapsed = time.perf_counter() - started
+        return [(c, frozenset(json.loads(ids)), content) for c, ids, content in rows], elapsed
+
+    def close(self) -> None:
+        self.db.close()
+
+
+# --- the run -------------------------------------------------------------------------
+
+
+@dataclass
+class Results:
+    dataset: Dataset
+    backend: str
+    events: bool
+    store: Tally
+    baseline: Tally
+    baseline_newest: Tally
+    block: BlockTally
+    ingest_s: float
+    baseline_ingest_s: float
+
+
+def run(dataset: Dataset, store_url: str | None, persist_events: bool) -> Results:
+    store_tally, base_tally, newest_tally, block_tally = Tally(), Tally(), Tally(), BlockTally()
+    neighbour = {
+        c: dataset.conversations[(i + 1) % len(dataset.conversations)] for i, c in enumerate(dataset.conversations)
+    }
+    with opened(store_url, persist_events) as store, tempfile.TemporaryDirectory(prefix="locomo-fts5-") as folder:
+        tenant = f"locomo-{uuid.uuid4().hex[:8]}"
+        loaded = StoreRun(store, dataset, tenant)
+        baseline = Fts5Baseline(dataset, Path(folder))
+        baseline_newest = Fts5Baseline(dataset, Path(folder), newest_first=True)
+        try:
+            retrievers: list[tuple[Tally, Callable[[str, str], tuple[list[Any], float]]]] = [
+                (store_tally, loaded.search),
+                (base_tally, baseline.search),
+                (newest_tally, baseline_newest.search),
+            ]
+            for _, search in retrievers:  # warm caches and statements outside the timings
+                for question in dataset.questions[:20]:
+                    search(question.conversation, question.text)
+            for question in dataset.questions:
+                for tally, search in retrievers:
+                    ranked, seconds = search(question.conversation, question.text)
+                    tally.add(question, ranked, seconds)
+                    elsewhere = neighbour[question.conversation]
+                    tally.probe(elsewhere, search(elsewhere, question.text)[0])
+                loaded.recall_block(question, block_tally)
+        finally:
+            baseline.close()
+            baseline_newest.close()
+            if store_url is not None and store.capabilities().erasure:
+                store.erase({"tenant": tenant})  # leave a shared store as it was
+        return Results(
+            dataset=dataset,
+            backend=store.capabilities().backend,
+            events=persist_events,
+            store=store_tally,
+            baseline=base_tally,
+            baseline_newest=newest_tally,
+            block=block_tally,
+            ingest_s=loaded.ingest_seconds,
+            baseline_ingest_s=baseline.ingest_seconds,
+        )
+
+
+def _mean(values: Sequence[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+def _recall_at(k: int) -> Callable[[Tally], str]:
+    return lambda tally: f"{_mean(tally.recall[k]):.4f}"
+
+
+def _recall_in(category: int) -> Callable[[Tally], str]:
+    return lambda tally: f"{_mean(tally.by_category.get(category, [])):.4f}"
+
+
+def _chars_at(k: int) -> Callable[[Tally], str]:
+    return lambda tally: f"{_mean(tally.chars[k]):.0f}"
+
+
+def report(results: Results, command: str) -> str:
+    data, block = results.dataset, results.block
+    tallies = (results.store, results.baseline, results.baseline_newest)
+    per_category = {category: sum(1 for q in data.questions if q.category == category) for category in CATEGORIES}
+
+    def row(label: str, value: Callable[[Tally], str]) -> str:
+        return f"| {label} | " + " | ".join(value(tally) for tally in tallies) + " |"
+
+    lines = [
+        "# LoCoMo continuity benchmark",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"{len(data.conversations)} conversations, {len(data.observations)} observations written as records "
+        f"(one scope per conversation), {len(data.questions)} questions of categories 1-4 "
+        f"({', '.join(f'{CATEGORIES[c]} {n}' for c, n in per_category.items())}). "
+        f"Store: {results.backend}, event log {'on' if results.events else 'off'}. "
+        f"Evidence ceiling (share of evidence ids any observation cites): {data.ceiling():.3f}.",
+        "",
+        "| | memory store (keyword search, visible match) | raw FTS5 bm25, ties in insertion order "
+        "| raw FTS5 bm25, ties newest first |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    lines += [row(f"recall@{k}", _recall_at(k)) for k in KS]
+    lines += [row(f"recall@{SEARCH_LIMIT}, {name}", _recall_in(category)) for category, name in CATEGORIES.items()]
+    lines += [
+        row(
+            f"cross-scope leakage (records, {results.store.probes} own-scope + {results.store.probes} "
+            "other-scope searches)",
+            lambda t: str(t.leaked),
+        ),
+        *(row(f"characters returned per search, top {k} (mean)", _chars_at(k)) for k in KS),
+        row("search latency p50 (ms)", lambda t: f"{percentile(t.latency_ms, 0.5):.2f}"),
+        row("search latency p99 (ms)", lambda t: f"{percentile(t.latency_ms, 0.99):.2f}"),
+        f"| ingest (s, all observations) | {results.ingest_s:.2f} | {results.baseline_ingest_s:.2f} | |",
+        "",
+        f"Turn-1 recall block at the default budget ({DEFAULT_BUDGET_CHARS} characters), one per question:",
+        "",
+        "| | |",
+        "| --- | ---: |",
+        f"| truncation rate | {block.truncated / len(block.chars):.4f} ({block.truncated} of {len(block.chars)}) |",
+        f"| characters (mean / max) | {_mean(block.chars):.0f} / {max(block.chars)} |",
+        f"| evidence covered by the block's records (mean) | {_mean(block.coverage):.4f} |",
+        f"| records from another conversation | {block.leaked} |",
+        f"| assembly latency p50 / p99 (ms) | {percentile(block.latency_ms, 0.5):.2f} / "
+        f"{percentile(block.latency_ms, 0.99):.2f} |",
+        "",
+    ]
+    problems = verdict_problems(results)
+    lines.append("Verdict: " + ("pass." if not problems else "FAIL: " + "; ".join(problems) + "."))
+    return "\n".join(lines) + "\n"
+
+
+def verdict_problems(results: Results) -> list[str]:
+    """Why the run fails: recall below the baseline, or any record across scopes."""
+    problems = []
+    store = _mean(results.store.recall[SEARCH_LIMIT])
+    same_ties = _mean(results.baseline_newest.recall[SEARCH_LIMIT])
+    inserted = _mean(results.baseline.recall[SEARCH_LIMIT])
+    if store < same_ties - 1e-9:
+        problems.append(
+            f"store recall@{SEARCH_LIMIT} {store:.4f} is below FTS5 bm25 with the same tie rule {same_ties:.4f}"
+        )
+    if store < inserted - TOLERANCE:
+        problems.append(
+            f"store recall@{SEARCH_LIMIT} {store:.4f} is below FTS5 bm25 {inserted:.4f} by more than ties explain"
+        )
+    if results.store.leaked or results.block.leaked:
+        problems.append(f"{results.store.leaked + results.block.leaked} records leaked across scopes")
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memory_admin.bench.locomo", description=__doc__)
+    parser.add_argument("dataset", type=Path, help="a LoCoMo JSON file (e.g. locomo-dev.json)")
+    parser.add_argument("--store", help="store URL (default: a fresh temporary SQLite file)")
+    parser.add_argument("--no-events", action="store_true", help="do not persist search/write events while measuring")
+    parser.add_argument("--out", type=Path, help="also write the report (Markdown) to this file")
+    options = parser.parse_args(argv)
+    dataset = load_dataset(options.dataset)
+    results = run(dataset, options.store, persist_events=not options.no_events)
+    command = "python -m memory_admin.bench.locomo " + shlex.join(sys.argv[1:] if argv is None else list(argv))
+    text = report(results, command)
+    print(text, end="")
+    if options.out is not None:
+        options.out.parent.mkdir(parents=True, exist_ok=True)
+        options.out.write_text(text, encoding="utf-8")
+    return 1 if verdict_problems(results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""The LoCoMo benchmark command, on a two-conversation file shaped like the dataset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memory_admin.bench.locomo import load_dataset, main
+
+
+def conversation(name: str, facts: list[tuple[str, str | list[str]]], qa: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "sample_id": name,
+        "conversation": {},
+        "observation": {"session_1_observation": {"Ann": [[text, dialog] for text, dialog in facts]}},
+        "qa": qa,
+    }
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    path = tmp_path / "locomo-mini.json"
+    data = [
+        conversation(
+            "conv-a",
+            [("Ann adopted a grey cat named Pixel.", "D1:1"), ("Ann works as a nurse in Leeds.", ["D1:2", "D1:3"])],
+            [
+                {"question": "What is the name of Ann's cat?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},
+                {"question": "Where does Ann work?", "answer": "Leeds", "evidence": ["D1:2; D1:3"], "category": 1},
+                {"question": "Did Ann buy a boat?", "answer": "no", "evidence": [], "category": 5},
+            ],
+        ),
+        conversation(
+            "conv-b",
+            [("Bo plays the cello in an orchestra.", "D1:1"), ("Bo has a cat called Miso.", "D1:2")],
+            [{"question": "Which instrument does Bo play?", "answer": "cello", "evidence": ["D1:1"], "category": 4}],
+        ),
+    ]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_the_dataset_loader_keeps_categories_one_to_four_and_splits_evidence(dataset: Path) -> None:
+    loaded = load_dataset(dataset)
+    assert loaded.conversations == ["conv-a", "conv-b"]
+    assert len(loaded.observations) == 4
+    assert [q.category for q in loaded.questions] == [4, 1, 4]
+    assert loaded.questions[1].evidence == frozenset({"D1:2", "D1:3"})
+    assert loaded.ceiling() == 1.0
+
+
+def test_the_command_prints_and_writes_its_figures(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "docs" / "locomo.md"
+    assert main([str(dataset), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed == out.read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in printed.splitlines() if line.startswith("| ")}
+    assert rows["recall@10"] == "| recall@10 | 1.0000 | 1.0000 | 1.0000 |"
+    assert rows["cross-scope leakage (records, 3 own-scope + 3 other-scope searches)"].endswith("| 0 | 0 | 0 |")
+    assert "| truncation rate | 0.0000 (0 of 3) |" in printed
+    assert printed.rstrip().endswith("Verdict: pass.")
+    assert f"Command: `python -m memory_admin.bench.locomo {dataset} --out {out}`" in printed
+
+
+def test_an_in_memory_store_can_be_measured(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(dataset), "--store", "memory://", "--no-events"]) == 0
+    assert "Store: memory, event log off." in capsys.readouterr().out
