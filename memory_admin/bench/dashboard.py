@@ -29,7 +29,7 @@ from urllib.parse import urlencode
 from memory_admin.bench.corpus import Corpus, batched
 from memory_admin.store import BaseMemoryStore, SqliteMemoryStore
 
-TARGETS_MS = {
+TARGETS_MS: dict[str, tuple[str, float | None]] = {
     "browse_user_scope": ("p95", 100.0),
     "browse_tenant_scope": ("p95", 100.0),
     "browse_next_page": ("p95", 100.0),
@@ -37,7 +37,7 @@ TARGETS_MS = {
     "search_tenant_scope": ("p95", 100.0),
     "facets_tenant": ("p95", 300.0),
     "facets_all_tenants": ("p95", 300.0),
-    "scope_summary": ("p95", 300.0),
+    "scope_summary": ("p95", None),  # no target in the issue: reported, not judged
     "record_10_deep_chain": ("p95", 50.0),
 }
 CHAINS = 50
@@ -232,11 +232,11 @@ def run(path: Path, records: int, samples: int) -> dict[str, Any]:
     from django.contrib.auth.models import User
     from django.core.management import call_command
     from django.test import Client
-    from django.test.utils import override_settings, setup_test_environment
+    from django.test.utils import override_settings
 
     from memory_admin.dashboard.stores import get_store, reset_stores
 
-    setup_test_environment()
+    # no setup_test_environment(): its template instrumentation is not server time
     call_command("migrate", verbosity=0, interactive=False)
     client = Client()
     client.force_login(User.objects.create_superuser("bench", password="bench-only"))
@@ -281,10 +281,11 @@ def report(results: dict[str, Any], command: str) -> str:
     ]
     for name, row in results["scenarios"].items():
         stat, limit = TARGETS_MS[name]
-        ok = "✅" if row[stat] <= limit else "❌"
+        target = "—" if limit is None else f"{stat} ≤ {limit:.0f}"
+        ok = "" if limit is None else ("✅" if row[stat] <= limit else "❌")
         lines.append(
             f"| {name} | {row['what']} | {row['n']} | {row['p50']:.1f} | {row['p95']:.1f} | {row['p99']:.1f} | "
-            f"{row['max']:.1f} | {stat} ≤ {limit:.0f} | {ok} |"
+            f"{row['max']:.1f} | {target} | {ok} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -305,7 +306,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)
-    failed = [n for n, row in results["scenarios"].items() if row[TARGETS_MS[n][0]] > TARGETS_MS[n][1]]
+    failed = [
+        name
+        for name, row in results["scenarios"].items()
+        if (limit := TARGETS_MS[name][1]) is not None and row[TARGETS_MS[name][0]] > limit
+    ]
     return 1 if failed else 0
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.cache import patch_vary_headers
 
 from memory_admin.dashboard.permissions import NotVisible
 from memory_admin.errors import (
@@ -74,7 +75,7 @@ def render_error(request: HttpRequest, page: ErrorPage) -> HttpResponse:
     if getattr(request, "htmx", False):
         template += "#error"
     response = render(request, template, {"error": page}, status=page.status)
-    response["Vary"] = "HX-Request"
+    patch_vary_headers(response, ["HX-Request"])
     return response
 
 
