@@ -12,6 +12,7 @@ against the targets of the dashboard issue. The file is kept for the next run.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -28,6 +29,7 @@ from urllib.parse import urlencode
 
 from memory_admin.bench.corpus import Corpus, batched
 from memory_admin.store import BaseMemoryStore, SqliteMemoryStore
+from memory_admin.store import sqlite as sqlite_store
 
 TARGETS_MS: dict[str, tuple[str, float | None]] = {
     "browse_user_scope": ("p95", 100.0),
@@ -84,12 +86,17 @@ def build_chains(store: BaseMemoryStore, *, count: int = CHAINS, depth: int = CH
     return ids
 
 
+def schema_fingerprint() -> str:
+    """Changes whenever the SQLite schema does, so a file built by older code is rebuilt."""
+    return hashlib.sha256("\n".join(sqlite_store.MIGRATIONS).encode()).hexdigest()[:16]
+
+
 def open_or_build(path: Path, records: int) -> tuple[dict[str, Any], float | None]:
-    """The memory file's manifest (built now if missing or of another size) and the build time."""
+    """The memory file's manifest (built now if missing, of another size or schema) and the build time."""
     manifest_path = Path(f"{path}.json")
     if manifest_path.exists() and path.exists():
         manifest: dict[str, Any] = json.loads(manifest_path.read_text())
-        if manifest.get("records") == records:
+        if manifest.get("records") == records and manifest.get("schema") == schema_fingerprint():
             sys.stderr.write(f"Reusing {path} ({records:,} records).\n")
             return manifest, None
     for suffix in ("", "-wal", "-shm", ".json"):
@@ -101,7 +108,12 @@ def open_or_build(path: Path, records: int) -> tuple[dict[str, Any], float | Non
         chain_ids = build_chains(store)
         store._after_forget()  # checkpoint and truncate the WAL: the file holds everything
     seconds = time.perf_counter() - started
-    manifest = {"records": records, "chain_ids": chain_ids, "build_seconds": round(seconds, 1)}
+    manifest = {
+        "records": records,
+        "schema": schema_fingerprint(),
+        "chain_ids": chain_ids,
+        "build_seconds": round(seconds, 1),
+    }
     manifest_path.write_text(json.dumps(manifest))
     return manifest, seconds
 
