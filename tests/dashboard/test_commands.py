@@ -105,3 +105,26 @@ def test_demo_is_idempotent_on_a_sqlite_file(tmp_path: Path) -> None:
 def test_demo_refuses_an_in_process_store() -> None:
     with pytest.raises(CommandError, match="memory://"):
         run("memory_demo", "--store", "memory://")
+
+
+def test_dashboard_over_the_demo_sqlite_file(tmp_path: Path, settings: object, client_for: object) -> None:
+    """The whole path on the embedded backend: demo file → browse → record chain → scope page."""
+    from django.test import Client
+
+    from memory_admin.dashboard.stores import reset_stores
+
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    run("memory_demo", "--store", url)
+    settings.MEMORY_STORE_URL = url  # type: ignore[attr-defined]
+    reset_stores()
+    try:
+        client: Client = client_for("viewer", "tenant=acme")  # type: ignore[operator]
+        page = client.get("/?scope=tenant%3Dacme%2Cuser%3Ddana&key=drink").content.decode()
+        assert "Dana has switched to green tea" in page
+        record_id = page.split('href="/records/')[1].split("/")[0]
+        response = client.get(f"/records/{record_id}/")
+        assert response.status_code == 200 and "4 versions" in response.content.decode()
+        assert client.get("/scopes/?scope=tenant%3Dacme").status_code == 200
+        assert client.get("/?scope=tenant%3Dglobex").status_code == 404
+    finally:
+        reset_stores()
