@@ -30,6 +30,7 @@ from typing import Any
 from memory_admin.bench.corpus import Corpus, batched
 from memory_admin.scope import scope_json
 from memory_admin.store._sql import dumps, filter_tokens, scope_tokens
+from memory_admin.store.ids import from_value
 from memory_admin.store.sqlite import SqliteMemoryStore, sqlite_file_stats
 from memory_admin.tokenize import unique_tokens
 
@@ -114,15 +115,16 @@ class RawSqlite:
                 item.get("key"),
                 item["content"],
                 dumps(item["tags"]) if item.get("tags") else None,
-                dumps(item["provenance"]),
+                item["provenance"].get("source"),
+                item["provenance"].get("conversation_id"),
                 now,
             )
             for item in batch
         ]
         first = self.conn.execute("SELECT coalesce(max(rid), 0) + 1 FROM memory_records").fetchone()[0]
         self.conn.executemany(
-            "INSERT INTO memory_records (id, scope_id, kind, key, content, tags, provenance, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO memory_records (id, scope_id, kind, key, content, tags, source, conversation_id, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
         self.conn.execute(
@@ -162,7 +164,7 @@ class RawSqlite:
             (scope["tenant"], scope["user"], now, limit),
         ).fetchall()
 
-    def get(self, record_id: str) -> tuple[Any, ...] | None:
+    def get(self, record_id: bytes) -> tuple[Any, ...] | None:
         row: tuple[Any, ...] | None = self.conn.execute(
             "SELECT r.*, s.scope FROM memory_records r JOIN memory_scopes s USING (scope_id) WHERE r.id = ?",
             (record_id,),
@@ -206,7 +208,8 @@ def run_size(size: int, workdir: Path, queries: int) -> dict[str, Any]:
     rng = random.Random(11)
     user_cases = [(corpus.active_user_scope(rng), corpus.query(rng)) for _ in range(queries)]
     tenant_cases = [({"tenant": corpus.tenant(rng)}, corpus.query(rng)) for _ in range(queries)]
-    ids = [row[0] for row in raw.conn.execute("SELECT id FROM memory_records ORDER BY random() LIMIT ?", (queries,))]
+    keys = [row[0] for row in raw.conn.execute("SELECT id FROM memory_records ORDER BY random() LIMIT ?", (queries,))]
+    ids = [from_value(int.from_bytes(key, "big")) for key in keys]
 
     def search_call(scope: dict[str, str], text: str) -> Callable[[], object]:
         return lambda: store.search({"scope": scope, "query": text, "limit": 10})
@@ -229,7 +232,7 @@ def run_size(size: int, workdir: Path, queries: int) -> dict[str, Any]:
         ),
         "get": (
             [(lambda i=i: store.get(i)) for i in ids],
-            [(lambda i=i: raw.get(i)) for i in ids],
+            [(lambda k=k: raw.get(k)) for k in keys],
         ),
     }
     for name, (through_store, by_hand) in measurements.items():

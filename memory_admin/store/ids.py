@@ -41,3 +41,27 @@ class IdFactory:
                 candidate = self._last + 1
             self._last = candidate
         return PREFIX + _encode(candidate)
+
+
+# Crockford digits → Python's base-32 digits (0-9a-v); anything else → "!", which
+# int() refuses, so only canonical ids decode
+_TO_PY32 = str.maketrans(
+    {chr(code): "!" for code in range(128)}
+    | {char: "0123456789abcdefghijklmnopqrstuv"[i] for i, char in enumerate(_ALPHABET)}
+)
+
+
+def ulid_value(record_id: str) -> int | None:
+    """The 128-bit value of a canonical id (``mem_`` + 26 upper-case Crockford
+    characters), or ``None`` for any other string. ``from_value(ulid_value(x)) == x``."""
+    if len(record_id) != len(PREFIX) + 26 or not record_id.startswith(PREFIX) or not record_id.isascii():
+        return None
+    try:
+        value = int(record_id[len(PREFIX) :].translate(_TO_PY32), 32)
+    except ValueError:
+        return None
+    return value if value < (1 << 128) else None
+
+
+def from_value(value: int) -> str:
+    return PREFIX + _encode(value)

@@ -44,3 +44,15 @@ def score(terms: Mapping[str, int], length: int, average_length: float, weights:
 def upper_bound(weights: Iterable[float]) -> float:
     """No record scores more than this from these tokens, whatever their frequency."""
     return sum(weight * (K1 + 1) for weight in weights)
+
+
+def score_text(text: str, average_length: float, weights: Mapping[str, float]) -> float:
+    """BM25 of a text (a record's content and tags, space-joined) for these weights."""
+    tokens = tokenize(text)
+    norm = K1 * (1 - B + B * len(tokens) / (average_length or 1.0))
+    total = 0.0
+    for token, weight in weights.items():
+        freq = tokens.count(token)
+        if freq:
+            total += weight * (freq * (K1 + 1)) / (freq + norm)
+    return total

@@ -56,6 +56,7 @@ from memory_admin.store.base import (
     SearchPlan,
     now_us,
 )
+from memory_admin.store.ids import from_value, ulid_value
 from memory_admin.store.memory import build_facets
 from memory_admin.store.protocol import ErasureReport, MemoryStoreCapabilities, ScopeCounts, ScopeFacet
 from memory_admin.tokenize import tokenize
@@ -82,13 +83,16 @@ MIGRATIONS: list[str] = [
     CREATE INDEX memory_scope_pairs_kv ON memory_scope_pairs (key, value);
     CREATE TABLE memory_records (
         rid            INTEGER PRIMARY KEY,
-        id             TEXT NOT NULL UNIQUE,
+        id             BLOB NOT NULL UNIQUE,  -- 16 bytes for a canonical id, else its text
         scope_id       INTEGER NOT NULL,
         kind           TEXT NOT NULL,
         key            TEXT,
         content        TEXT NOT NULL,
         tags           TEXT,
-        provenance     TEXT NOT NULL,
+        source          TEXT,
+        author          TEXT,
+        conversation_id TEXT,
+        run_id          TEXT,
         created_at     INTEGER NOT NULL,
         updated_at     INTEGER,
         invalid_at     INTEGER,
@@ -110,7 +114,10 @@ MIGRATIONS: list[str] = [
     CREATE VIRTUAL TABLE memory_fts USING fts5(
         content, tags, meta,
         content='memory_fts_source', content_rowid='rid',
-        tokenize='unicode61 remove_diacritics 2'
+        tokenize='unicode61 remove_diacritics 2',
+        -- the index only finds candidates (ranking is BM25 in Python): no positions,
+        -- no per-row sizes, a third smaller
+        detail=column, columnsize=0
     );
     -- Inserts are indexed in bulk by the store (one INSERT … SELECT per batch is three
     -- times faster than a per-row trigger); deletes and content edits by triggers, so
@@ -154,7 +161,16 @@ MIGRATIONS.append(
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_RECORD_SELECT = "SELECT r.rid AS rid, s.scope AS scope, " + ", ".join(f"r.{c} AS {c}" for c in RECORD_COLUMNS)
+_PROVENANCE_COLUMNS = ("source", "author", "conversation_id", "run_id")
+# provenance is four plain columns here (queryable, and half the bytes of its JSON)
+_STORED_COLUMNS = tuple(c for c in RECORD_COLUMNS if c != "provenance") + _PROVENANCE_COLUMNS
+_RECORD_SELECT = (
+    "SELECT r.rid AS rid, s.scope AS scope, "
+    + ", ".join(f"r.{c} AS {c}" for c in RECORD_COLUMNS if c != "provenance")
+    + ", json_object("
+    + ", ".join(f"'{c}', r.{c}" for c in _PROVENANCE_COLUMNS)
+    + ") AS provenance"
+)
 _RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id"
 _CANDIDATE_BUDGET = 400  # records scored per query at most; beyond it common tokens see their newest
 _DF_SAMPLE = 20_000  # document frequencies above this are estimated from the newest matches
@@ -185,7 +201,26 @@ def _statements(script: str) -> Iterator[str]:
 
 
 def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
-    return {column[0]: value for column, value in zip(cursor.description, row, strict=True)}
+    values = {column[0]: value for column, value in zip(cursor.description, row, strict=True)}
+    if "id" in values:
+        values["id"] = _id_text(values["id"])
+    return values
+
+
+def _id_key(record_id: str) -> bytes | str:
+    """How an id is stored: a canonical id as its 16 bytes (half the size of its text,
+    in the row and in the unique index), any other id as text."""
+    value = ulid_value(record_id)
+    return record_id if value is None else value.to_bytes(16, "big")
+
+
+def _id_text(stored: bytes | str) -> str:
+    return from_value(int.from_bytes(stored, "big")) if isinstance(stored, bytes) else stored
+
+
+def _in_ids(ids: Sequence[str]) -> tuple[str, list[bytes | str]]:
+    """``IN (?, ?, …)`` for a list of ids (JSON cannot carry the binary form)."""
+    return "(" + ", ".join("?" * len(ids)) + ")", [_id_key(i) for i in ids]
 
 
 def _record_rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -279,10 +314,13 @@ class _Transaction:
         rows = []
         for offset, record in enumerate(records):
             values = record_values(record, _to_db_time)
+            values["id"] = _id_key(record.id)
+            del values["provenance"]
+            values.update(record.provenance.model_dump())
             values["rid"] = first + offset
             values["scope_id"] = scope_ids[texts[tuple(record.scope.items())]]
             rows.append(values)
-        columns = ("rid", "scope_id", *RECORD_COLUMNS)
+        columns = ("rid", "scope_id", *_STORED_COLUMNS)
         self.conn.executemany(
             f"INSERT INTO memory_records ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})",
             rows,
@@ -302,7 +340,7 @@ class _Transaction:
         self.conn.execute(
             "UPDATE memory_records SET invalid_at = ?, invalid_reason = ?, superseded_by = ?, updated_at = ? "
             "WHERE id = ?",
-            (at, change.reason, change.superseded_by, at, change.record_id),
+            (at, change.reason, change.superseded_by, at, _id_key(change.record_id)),
         )
 
     def _drop_empty_scopes(self, scope_ids: Iterable[int]) -> None:
@@ -323,10 +361,11 @@ class _Transaction:
             self.conn.execute("DELETE FROM memory_scopes WHERE scope_id IN (SELECT value FROM json_each(?))", (doomed,))
 
     def delete(self, record_id: str) -> bool:
-        row = self.conn.execute("SELECT scope_id FROM memory_records WHERE id = ?", (record_id,)).fetchone()
+        key = _id_key(record_id)
+        row = self.conn.execute("SELECT scope_id FROM memory_records WHERE id = ?", (key,)).fetchone()
         if row is None:
             return False
-        self.conn.execute("DELETE FROM memory_records WHERE id = ?", (record_id,))
+        self.conn.execute("DELETE FROM memory_records WHERE id = ?", (key,))
         self._drop_empty_scopes([row[0]])
         self._scrub_index()
         return True
@@ -341,7 +380,7 @@ class _Transaction:
             ).fetchall()
         )
         sample = [
-            row[0]
+            _id_text(row[0])
             for row in self.conn.execute(
                 f"SELECT r.id FROM memory_records r WHERE {in_scopes} ORDER BY r.created_at DESC LIMIT 10", (ids,)
             )
@@ -486,6 +525,7 @@ class SqliteMemoryStore(BaseMemoryStore):
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             conn.execute("PRAGMA secure_delete = ON")
             conn.execute("PRAGMA temp_store = MEMORY")
+            conn.execute("PRAGMA cache_size = -65536")  # up to 64 MiB: index pages stay hot at scale
         except sqlite3.DatabaseError as exc:
             raise self._translate(exc) from None
         with self._all_lock:
@@ -696,10 +736,12 @@ class SqliteMemoryStore(BaseMemoryStore):
     def _fetch_by_ids(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, MemoryRecord]:
         if not ids:
             return {}
-        rows = _record_rows(
-            conn, _RECORD_SELECT + _RECORD_FROM + " WHERE r.id IN (SELECT value FROM json_each(?))", (_json_list(ids),)
-        )
-        return {row["id"]: record_from_row(row, _from_db_time) for row in rows}
+        found: dict[str, MemoryRecord] = {}
+        for start in range(0, len(ids), 500):
+            marks, keys = _in_ids(ids[start : start + 500])
+            for row in _record_rows(conn, _RECORD_SELECT + _RECORD_FROM + f" WHERE r.id IN {marks}", keys):
+                found[row["id"]] = record_from_row(row, _from_db_time)
+        return found
 
     def _get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         with self._read() as conn:
@@ -886,8 +928,8 @@ class SqliteMemoryStore(BaseMemoryStore):
                     f"WHERE r.rid IN (SELECT value FROM json_each(?)) AND {filters}",
                     [_json_list(rids[start : start + 500]), *params],
                 ):
-                    terms = ranking.record_terms(content, json.loads(tags) if tags else ())
-                    scored[rid] = (ranking.score(terms, sum(terms.values()), average, weights), created)
+                    text = content + " " + " ".join(json.loads(tags)) if tags else content
+                    scored[rid] = (ranking.score_text(text, average, weights), created)
             ranked = sorted(scored.items(), key=lambda item: (-item[1][0], -item[1][1], -item[0]))
         page = ranked[offset : offset + plan.limit]
         rows = {
