@@ -267,3 +267,10 @@ def test_scope_profile_fits(admin: Client) -> None:
 def test_scope_page_without_scope_lists_choices(admin: Client) -> None:
     html = body(admin.get(reverse("dashboard:scope")))
     assert "Pick a scope to start" in html and "tenant=globex" in html
+
+
+def test_selected_facet_can_be_removed(admin: Client) -> None:
+    html = body(admin.get(browse_url(scope="tenant=acme,user=dana")))
+    assert 'aria-label="Remove user=dana from the scope"' in html
+    assert "scope=tenant%3Dacme&amp;" in html or 'scope=tenant%3Dacme"' in html
+    assert 'aria-label="Remove tenant=acme' not in html

@@ -26,6 +26,7 @@ class FacetValue:
     records: int
     scope_text: str  # the scope filter this value leads to
     selected: bool
+    remove_text: str | None = None  # the filter without this pair (never without the tenant)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,11 @@ def _facet(facet: ScopeFacet, scope: Scope) -> Facet:
             records=value.records,
             scope_text=format_scope({**scope, facet.key: value.value}),
             selected=scope.get(facet.key) == value.value,
+            remove_text=(
+                format_scope({k: v for k, v in scope.items() if k != facet.key})
+                if facet.key != "tenant" and scope.get(facet.key) == value.value
+                else None
+            ),
         )
         for value in facet.values
     ]
