@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from memory_admin.errors import MemoryBusyError, MemoryStoreError, MemoryValidationError, SchemaVersionError
 from memory_admin.events import AnyEvent, EventQuery, StoredEvent, parse_event
@@ -460,8 +460,10 @@ class TermStatistics:
 
     def _refresh(self, conn: sqlite3.Connection, top: int) -> None:
         self._docs = int(conn.execute("SELECT coalesce(sum(n_records), 0) FROM memory_scopes").fetchone()[0])
+        # a sample for the average length; tags are counted by their raw text, which a
+        # corrupt row cannot break (the row itself is reported when a query reaches it)
         lengths = [
-            len(tokenize(content + " " + " ".join(json.loads(tags) if tags else ())))
+            len(tokenize(f"{content} {tags or ''}"))
             for content, tags in conn.execute("SELECT content, tags FROM memory_records ORDER BY rid DESC LIMIT 1000")
         ]
         self._average = (sum(lengths) / len(lengths)) if lengths else 1.0
@@ -554,6 +556,11 @@ class SqliteMemoryStore(BaseMemoryStore):
                 "try again, or raise busy_timeout.",
                 path=str(self.path),
             )
+        if "not a database" in str(exc):
+            return MemoryStoreError(
+                f"{self.path} is not a SQLite memory file; point MEMORY_STORE_URL at another path.",
+                path=str(self.path),
+            )
         return MemoryStoreError(f"SQLite error on {self.path}: {exc}", path=str(self.path))
 
     @contextmanager
@@ -622,11 +629,6 @@ class SqliteMemoryStore(BaseMemoryStore):
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.rollback()
-                if "not a database" in str(exc):
-                    raise MemoryStoreError(
-                        f"{self.path} is not a SQLite memory file; point MEMORY_STORE_URL at another path.",
-                        path=str(self.path),
-                    ) from None
                 raise self._translate(exc) from None
 
     def capabilities(self) -> MemoryStoreCapabilities:
@@ -882,6 +884,12 @@ class SqliteMemoryStore(BaseMemoryStore):
             expression = f"({expression}) NOT (meta : ({AGENT_MARK} NOT {mine}))"
         return expression
 
+    @staticmethod
+    def _raise_corrupt(conn: sqlite3.Connection, rid: int) -> NoReturn:
+        rows = _record_rows(conn, _RECORD_SELECT + _RECORD_FROM + " WHERE r.rid = ?", (rid,))
+        record_from_row(rows[0], _from_db_time)  # raises MemoryCorruptionError with the raw row
+        raise MemoryStoreError(f"row {rid} failed to index but validates; run PRAGMA integrity_check")
+
     def _ranked(self, conn: sqlite3.Connection, plan: SearchPlan) -> tuple[list[MemoryHit], Cursor | None]:
         """Relevance search: FTS5 finds candidates, BM25 ranks them in Python.
 
@@ -928,7 +936,12 @@ class SqliteMemoryStore(BaseMemoryStore):
                     f"WHERE r.rid IN (SELECT value FROM json_each(?)) AND {filters}",
                     [_json_list(rids[start : start + 500]), *params],
                 ):
-                    text = content + " " + " ".join(json.loads(tags)) if tags else content
+                    try:
+                        if not isinstance(created, int):
+                            raise TypeError(created)
+                        text = content + " " + " ".join(json.loads(tags)) if tags else content
+                    except (ValueError, TypeError):
+                        self._raise_corrupt(conn, rid)
                     scored[rid] = (ranking.score_text(text, average, weights), created)
             ranked = sorted(scored.items(), key=lambda item: (-item[1][0], -item[1][1], -item[0]))
         page = ranked[offset : offset + plan.limit]

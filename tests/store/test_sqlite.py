@@ -1,9 +1,170 @@
+"""The SQLite backend: the whole conformance kit, plus what only a file can get wrong."""
+
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 from memory_admin.conformance import FakeClock, MemoryStoreConformance
-from memory_admin.store import SqliteMemoryStore
+from memory_admin.errors import MemoryCorruptionError, MemoryStoreError, SchemaVersionError
+from memory_admin.store import SqliteMemoryStore, open_store
+from memory_admin.store.sqlite import MIGRATIONS, SCHEMA_VERSION
+
+U1 = {"tenant": "acme", "user": "u1"}
+PROV = {"source": "test"}
 
 
 class TestSqliteStore(MemoryStoreConformance):
     def make_store(self, clock: FakeClock) -> SqliteMemoryStore:
         return SqliteMemoryStore(self.tmp_path / "memory.sqlite3", clock=clock)
+
+
+def write_one(store: SqliteMemoryStore, content: str, **extra: Any) -> str:
+    return store.write([{"scope": U1, "kind": "fact", "content": content, "provenance": PROV, **extra}])[0].id
+
+
+def raw(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None)
+
+
+# --- file, journal and schema --------------------------------------------------------
+
+
+def test_file_uses_wal_and_the_current_schema(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    SqliteMemoryStore(path).close()
+    conn = raw(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(MIGRATIONS)
+
+
+def test_an_older_file_migrates_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+
+    class FirstRelease(SqliteMemoryStore):
+        def _migrate(self, migrations: Any = MIGRATIONS[:1]) -> None:
+            super()._migrate(migrations)
+
+    old = FirstRelease(path, persist_events=False)
+    record_id = write_one(old, "written by the first release")
+    old.close()
+    assert raw(path).execute("PRAGMA user_version").fetchone()[0] == 1
+
+    current = SqliteMemoryStore(path)
+    assert current.schema_version() == SCHEMA_VERSION
+    assert current.get(record_id) is not None
+    current.search({"scope": U1, "query": "release"})
+    assert current.query_events({"types": ["agent.memory.search"]}), "the new event table works"
+    current.close()
+
+
+def test_a_newer_file_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    SqliteMemoryStore(path).close()
+    raw(path).execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    before = path.read_bytes()
+    with pytest.raises(SchemaVersionError) as info:
+        SqliteMemoryStore(path)
+    assert info.value.found == SCHEMA_VERSION + 1
+    assert "Upgrade memory_admin" in info.value.message
+    assert path.read_bytes() == before
+
+
+def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("these are not the records you are looking for\n" * 200)
+    with pytest.raises(MemoryStoreError, match="not a SQLite memory file"):
+        SqliteMemoryStore(path)
+
+
+def test_open_store_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    absolute = tmp_path / "a.sqlite3"
+    store = open_store(f"sqlite:///{absolute}")
+    assert isinstance(store, SqliteMemoryStore) and store.path == absolute
+    store.close()
+    monkeypatch.setenv("MEMORY_STORE_URL", f"sqlite:///{tmp_path / 'env.sqlite3'}")
+    from_env = open_store()
+    assert isinstance(from_env, SqliteMemoryStore) and from_env.path == tmp_path / "env.sqlite3"
+    from_env.close()
+    monkeypatch.delenv("MEMORY_STORE_URL")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    default = open_store()
+    assert isinstance(default, SqliteMemoryStore)
+    assert default.path == tmp_path / "state" / "memory_admin" / "memory.sqlite3"
+    default.close()
+    with pytest.raises(MemoryStoreError, match="Unknown store URL scheme"):
+        open_store("redis://localhost")
+    with pytest.raises(MemoryStoreError, match="memory://"):
+        SqliteMemoryStore(":memory:")
+
+
+# --- corruption is reported, never skipped --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        pytest.param("kind", "belief", id="unknown-kind"),
+        pytest.param("tags", "{not json", id="broken-json"),
+        pytest.param("content", "gardens \x00 row", id="control-char-in-content"),
+        pytest.param("created_at", "yesterday", id="bad-timestamp"),
+    ],
+)
+def test_a_corrupt_row_raises_from_get_and_search(tmp_path: Path, column: str, value: str) -> None:
+    path = tmp_path / "memory.sqlite3"
+    store = SqliteMemoryStore(path)
+    write_one(store, "a healthy neighbour about gardens")
+    victim = write_one(store, "the victim row about gardens")
+    # the FTS index follows content edits (a trigger), so the row still matches "gardens"
+    raw(path).execute(f"UPDATE memory_records SET {column} = ? WHERE rid = 2", (value,))
+    with pytest.raises(MemoryCorruptionError) as info:
+        store.get(victim)
+    assert info.value.record_id == victim
+    assert info.value.raw[column] == value
+    assert info.value.raw["content"]
+    for query in ({"scope": U1}, {"scope": U1, "query": "gardens"}):
+        with pytest.raises(MemoryCorruptionError) as found:
+            store.search(query)
+        assert found.value.record_id == victim
+    store.close()
+
+
+# --- deleted and erased content leaves no bytes behind ------------------------------------
+
+
+def file_bytes(path: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+@pytest.mark.parametrize("how", ["delete", "erase"])
+def test_forgotten_content_is_gone_from_the_file_and_wal(tmp_path: Path, how: str) -> None:
+    path = tmp_path / "memory.sqlite3"
+    store = SqliteMemoryStore(path)
+    canary = "Zyxwvcanary7731 lives at 42 Quenneville Lane"
+    victim_scope = {"tenant": "acme", "user": "canaryuser5521"}
+    for i in range(300):  # enough rows that the index has several segments
+        write_one(store, f"ordinary memory number {i} about the weather")
+    victim = store.write([{"scope": victim_scope, "kind": "fact", "content": canary, "provenance": PROV}])[0]
+    assert store.search({"scope": victim_scope, "query": "lives lane"})  # leaves a search event
+    for i in range(300):
+        write_one(store, f"later memory number {i} about the harbour")
+    markers = [b"Zyxwvcanary7731", b"zyxwvcanary7731", b"Quenneville", b"quenneville"]
+    assert any(marker in file_bytes(path) for marker in markers), "the canary was written"
+
+    if how == "delete":
+        assert store.delete(victim.id)
+    else:
+        report = store.erase(victim_scope)
+        assert report.records == 1 and report.events >= 1
+        markers.append(b"canaryuser5521")
+
+    found = [marker for marker in markers if marker in file_bytes(path)]
+    assert found == []
+    assert store.search({"scope": {"tenant": "acme"}, "query": "Zyxwvcanary7731"}) == []
+    assert len(store.search({"scope": U1, "query": "harbour", "limit": 1000})) == 300
+    assert raw(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    raw(path).execute("INSERT INTO memory_fts (memory_fts) VALUES ('integrity-check')")
+    store.close()
