@@ -252,7 +252,13 @@ def run(path: Path, records: int, samples: int) -> dict[str, Any]:
     call_command("migrate", verbosity=0, interactive=False)
     client = Client()
     client.force_login(User.objects.create_superuser("bench", password="bench-only"))
-    results: dict[str, Any] = {"records": records, "samples": samples, "build_seconds": built, "scenarios": {}}
+    results: dict[str, Any] = {
+        "records": records,
+        "samples": samples,
+        "build_seconds": built,
+        "load_before": os.getloadavg()[0],
+        "scenarios": {},
+    }
     with override_settings(MEMORY_STORE_URL=f"sqlite:///{path.resolve()}"):
         reset_stores()
         store = get_store()
@@ -265,6 +271,7 @@ def run(path: Path, records: int, samples: int) -> dict[str, Any]:
                 **measure(scenario),
             }
         reset_stores()
+    results["load_after"] = os.getloadavg()[0]
     return results
 
 
@@ -286,7 +293,9 @@ def report(results: dict[str, Any], command: str) -> str:
         "",
         "Server time per request through Django's test client (middleware, session, grants, form, store, "
         f"template), signed in as an admin; {results['samples']} requests per row after 5 warm-up requests, "
-        "each with a different scope or query.",
+        "each with a different scope or query. Load average (1 min) "
+        f"{results['load_before']:.2f} before the measurements and {results['load_after']:.2f} after: on a shared "
+        "2-core machine other processes' CPU shows up in the tail percentiles.",
         "",
         "| page | what | n | p50 ms | p95 ms | p99 ms | max ms | target | |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",

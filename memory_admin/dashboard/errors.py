@@ -72,7 +72,8 @@ def error_page(exc: Exception) -> ErrorPage | None:
 
 def render_error(request: HttpRequest, page: ErrorPage) -> HttpResponse:
     template = "dashboard/error.html"
-    if getattr(request, "htmx", False):
+    htmx = getattr(request, "htmx", None)
+    if htmx and not htmx.history_restore_request:
         template += "#error"
     response = render(request, template, {"error": page}, status=page.status)
     patch_vary_headers(response, ["HX-Request"])

@@ -124,6 +124,7 @@ def test_filter_by_scope_swaps_results_in_place(page: Page) -> None:
     assert "07:10 train" in results_text(page) and "green tea" not in results_text(page)
     page.go_back()  # the pushed URL is a real history entry
     page.wait_for_function("!document.querySelector('.facets h2').innerText.includes('agent=planner')")
+    assert page.locator("header.topbar").is_visible()  # a history restore is a whole page, not a fragment
 
 
 def test_search(page: Page) -> None:

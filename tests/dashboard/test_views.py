@@ -57,6 +57,13 @@ def test_browse_fragment_is_the_region_only(admin: Client) -> None:
     assert "HX-Request" in response["Vary"]
 
 
+def test_history_restore_gets_the_whole_page(admin: Client) -> None:
+    response = admin.get(
+        browse_url(scope="tenant=acme"), HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true"
+    )
+    assert response.status_code == 200 and "<html" in body(response)
+
+
 def test_record_full_page_and_timeline_fragment(admin: Client, demo_store: InMemoryMemoryStore) -> None:
     record = find(demo_store, "tenant=acme,user=dana", "green tea")
     url = reverse("dashboard:record", args=[record.id])

@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.forms import BrowseFilters, BrowseForm
 from memory_admin.dashboard.permissions import Access, AmbiguousScope, access_for
 from memory_admin.dashboard.views.common import admin_store, page_size, render_region
 from memory_admin.records import MemoryHit
-from memory_admin.scope import Scope, format_scope
+from memory_admin.scope import TENANT_KEY, Scope, format_scope
 from memory_admin.store import BaseMemoryStore, ScopeFacet
 
 TEMPLATE = "dashboard/browse.html"
@@ -24,9 +24,9 @@ TENANT_CHOICES = 200
 class FacetValue:
     value: str
     records: int
-    scope_text: str  # the scope filter this value leads to
+    href: str  # this page narrowed to the value (first page)
     selected: bool
-    remove_text: str | None = None  # the filter without this pair (never without the tenant)
+    remove_href: str | None = None  # this page without the pair (never without the tenant)
 
 
 @dataclass(frozen=True)
@@ -53,11 +53,13 @@ def browse(request: HttpRequest) -> HttpResponse:
     form = BrowseForm(request.GET)
     if not form.is_valid():
         return render_region(request, TEMPLATE, "browse", {"form": form, "access": access}, status=400)
-    context = browse_context(admin_store(), access, form.filters())
+    context = browse_context(admin_store(), access, form.filters(), request.GET)
     return render_region(request, TEMPLATE, "browse", {"form": form, **context})
 
 
-def browse_context(store: BaseMemoryStore, access: Access, filters: BrowseFilters) -> dict[str, Any]:
+def browse_context(
+    store: BaseMemoryStore, access: Access, filters: BrowseFilters, params: QueryDict | None = None
+) -> dict[str, Any]:
     """Everything the browser shows for ``filters``, confined to ``access``."""
     context: dict[str, Any] = {"access": access, "filters": filters}
     requested = filters.scope
@@ -82,7 +84,7 @@ def browse_context(store: BaseMemoryStore, access: Access, filters: BrowseFilter
         "narrowed_by": format_scope(resolution.narrowed_by) if resolution.narrowed_by else None,
         "hits": hits,
         "next_cursor": page.next_cursor,
-        "facets": [_facet(f, resolution.scope) for f in facets],
+        "facets": [_facet(f, resolution.scope, params or QueryDict()) for f in facets],
     }
 
 
@@ -96,19 +98,30 @@ def scope_choices(store: BaseMemoryStore, access: Access) -> list[ScopeChoice]:
     return [ScopeChoice({"tenant": value.value}, value.records) for value in tenants.values]
 
 
-def _facet(facet: ScopeFacet, scope: Scope) -> Facet:
-    values = [
-        FacetValue(
-            value=value.value,
-            records=value.records,
-            scope_text=format_scope({**scope, facet.key: value.value}),
-            selected=scope.get(facet.key) == value.value,
-            remove_text=(
-                format_scope({k: v for k, v in scope.items() if k != facet.key})
-                if facet.key != "tenant" and scope.get(facet.key) == value.value
-                else None
-            ),
+def _facet(facet: ScopeFacet, scope: Scope, params: QueryDict) -> Facet:
+    # links are built here, not with {% querystring %} per value: a tenant's facet panel
+    # holds dozens of them, and this is the browser's hottest template loop
+    values = []
+    for value in facet.values:
+        selected = scope.get(facet.key) == value.value
+        removable = selected and facet.key != TENANT_KEY
+        values.append(
+            FacetValue(
+                value=value.value,
+                records=value.records,
+                href=_link(params, format_scope({**scope, facet.key: value.value})),
+                selected=selected,
+                remove_href=_link(params, format_scope({k: v for k, v in scope.items() if k != facet.key}))
+                if removable
+                else None,
+            )
         )
-        for value in facet.values
-    ]
     return Facet(facet.key, facet.records, values, facet.more_values)
+
+
+def _link(params: QueryDict, scope_text: str) -> str:
+    """The current query string with another scope, back on the first page."""
+    changed = params.copy()
+    changed.pop("after", None)
+    changed["scope"] = scope_text
+    return "?" + changed.urlencode()

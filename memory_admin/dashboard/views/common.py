@@ -36,7 +36,9 @@ def render_region(
 
     One URL serves both, so the response varies on ``HX-Request``.
     """
-    name = f"{template}#{region}" if request.htmx else template  # type: ignore[attr-defined]
+    htmx = request.htmx  # type: ignore[attr-defined]
+    # htmx restoring a page it no longer holds in its history cache needs the whole page
+    name = f"{template}#{region}" if htmx and not htmx.history_restore_request else template
     response = render(request, name, context, status=status)
     patch_vary_headers(response, ["HX-Request"])
     return response
