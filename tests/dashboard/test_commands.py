@@ -107,14 +107,14 @@ def test_demo_refuses_an_in_process_store() -> None:
         run("memory_demo", "--store", "memory://")
 
 
-def test_dashboard_over_the_demo_sqlite_file(tmp_path: Path, settings: object, client_for: object) -> None:
-    """The whole path on the embedded backend: demo file → browse → record chain → scope page."""
+def browse_the_demo(url: str, settings: object, client_for: object) -> None:
+    """The whole path over a real backend: demo → browse → record chain → scope page → confinement."""
     from django.test import Client
 
     from memory_admin.dashboard.stores import reset_stores
 
-    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
     run("memory_demo", "--store", url)
+    assert "already in the store" in run("memory_demo", "--store", url)
     settings.MEMORY_STORE_URL = url  # type: ignore[attr-defined]
     reset_stores()
     try:
@@ -124,7 +124,20 @@ def test_dashboard_over_the_demo_sqlite_file(tmp_path: Path, settings: object, c
         record_id = page.split('href="/records/')[1].split("/")[0]
         response = client.get(f"/records/{record_id}/")
         assert response.status_code == 200 and "4 versions" in response.content.decode()
+        mei = client.get("/?scope=tenant%3Dacme%2Cuser%3Dmei&key=payment").content.decode()
+        amex = client.get("/records/" + mei.split('href="/records/')[1].split("/")[0] + "/").content.decode()
+        assert "Deleted version" in amex and "4421" not in amex
         assert client.get("/scopes/?scope=tenant%3Dacme").status_code == 200
+        assert client.get("/?scope=tenant%3Dacme&q=aisle").status_code == 200
         assert client.get("/?scope=tenant%3Dglobex").status_code == 404
     finally:
         reset_stores()
+
+
+def test_dashboard_over_the_demo_sqlite_file(tmp_path: Path, settings: object, client_for: object) -> None:
+    browse_the_demo(f"sqlite:///{tmp_path / 'memory.sqlite3'}", settings, client_for)
+
+
+@pytest.mark.postgres
+def test_dashboard_over_the_demo_in_postgresql(postgres_url: str, settings: object, client_for: object) -> None:
+    browse_the_demo(postgres_url, settings, client_for)
