@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -130,7 +130,6 @@ class Access:
     abilities: frozenset[Ability]
     grants: tuple[Scope, ...] = ()
     all_tenants: bool = False
-    _grant_keys: frozenset[str] = field(default=frozenset(), repr=False)
 
     def can(self, ability: Ability) -> bool:
         return ability in self.abilities

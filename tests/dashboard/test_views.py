@@ -97,6 +97,12 @@ def test_anonymous_is_sent_to_sign_in(client: Client, path: str) -> None:
     assert response["Location"].startswith(reverse("login") + "?next=")
 
 
+def test_expired_session_sends_htmx_to_sign_in(client: Client) -> None:
+    response = client.get(browse_url(scope="tenant=acme"), **HTMX)
+    assert response.status_code == 200
+    assert response["HX-Redirect"].startswith(reverse("login") + "?next=")
+
+
 def test_sign_in_and_out(client: Client, client_for: MakeClient) -> None:
     client_for("viewer", "tenant=acme")  # user1
     assert client.get(reverse("login")).status_code == 200

@@ -52,6 +52,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "memory_admin.dashboard.middleware.HtmxSignInRedirectMiddleware",
     # the memory library's typed errors → HTTP, in one place
     "memory_admin.dashboard.errors.StoreErrorMiddleware",
 ]
