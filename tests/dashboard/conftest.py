@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from django.conf import settings
@@ -15,6 +18,9 @@ from memory_admin.dashboard.permissions import add_grants, role_named, set_role
 from memory_admin.records import MemoryRecord
 from memory_admin.scope import parse_scope_text
 from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, RecordListQuery
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 MakeClient = Callable[..., Client]
 
@@ -64,3 +70,55 @@ def find(store: BaseMemoryStore, scope: str, text: str) -> MemoryRecord:
     found = [hit.record for hit in store.list_records(query).hits if text in hit.record.content]
     assert len(found) == 1, f"{len(found)} records under {scope} contain {text!r}"
     return found[0]
+
+
+# --- the browser (Debian's Chromium driven by Playwright) ------------------------------
+
+CHROMIUM = Path(os.environ.get("MEMORY_ADMIN_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+
+
+def _unavailable(reason: str) -> None:
+    """Locally a missing browser skips; under MEMORY_ADMIN_REQUIRE_ALL=1 (CI) it fails."""
+    if os.environ.get("MEMORY_ADMIN_REQUIRE_ALL") == "1":
+        pytest.fail(f"browser tests cannot run: {reason}", pytrace=False)
+    pytest.skip(f"browser tests skipped: {reason}")
+
+
+@pytest.fixture(scope="module")
+def browser(monkeypatch_module: pytest.MonkeyPatch) -> Iterator[Browser]:
+    """One headless Chromium per browser-test module (Debian's, never a downloaded one).
+
+    Module-scoped rather than session-scoped on purpose: until it stops, Playwright's
+    sync API leaves an event loop marked as running in this thread, which breaks every
+    later test that runs an asyncio loop of its own.
+    """
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the playwright package is missing (pip install -e '.[browser]')")
+    if not CHROMIUM.exists():
+        _unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium, or scripts/ensure-system-deps.sh)")
+    # the ORM calls tests make between browser steps are plain blocking calls; Django
+    # would refuse them while Playwright's loop counts as running
+    monkeypatch_module.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as playwright:
+        try:
+            launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        except Exception as exc:
+            _unavailable(f"Chromium did not start: {exc}")
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch

@@ -1,16 +1,15 @@
 """Real-browser flows in headless Chromium: sign in, filter by scope, search, open a
 record, read its chain timeline, page through results — with and without JavaScript.
 
-Debian's chromium at /usr/bin/chromium, driven by Playwright (never `playwright install`).
-Locally a missing browser skips these tests; under MEMORY_ADMIN_REQUIRE_ALL=1 (CI) it fails them.
+Debian's chromium at /usr/bin/chromium, driven by Playwright (never `playwright install`);
+the ``browser`` fixture (conftest) skips locally when it is missing and fails under
+MEMORY_ADMIN_REQUIRE_ALL=1 (CI).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -21,47 +20,9 @@ from tests.dashboard.conftest import make_user
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
-CHROMIUM = Path(os.environ.get("MEMORY_ADMIN_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 PASSWORD = "pw-for-tests-only"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("MEMORY_ADMIN_REQUIRE_ALL") == "1":
-        pytest.fail(f"browser tests cannot run: {reason}", pytrace=False)
-    pytest.skip(f"browser tests skipped: {reason}")
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
-    """One headless Chromium for the whole session."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the playwright package is missing (pip install -e '.[browser]')")
-    if not CHROMIUM.exists():
-        _unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium, or scripts/ensure-system-deps.sh)")
-    # Playwright's sync API keeps an event loop in this thread; the ORM calls the tests
-    # make between browser steps are ordinary blocking calls, so let Django allow them.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    playwright = sync_playwright().start()
-    try:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-    except Exception as exc:
-        playwright.stop()
-        _unavailable(f"Chromium did not start: {exc}")
-    yield launched
-    launched.close()
-    playwright.stop()
 
 
 @pytest.fixture
