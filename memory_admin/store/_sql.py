@@ -82,7 +82,9 @@ def scope_tokens(scope: Mapping[str, str], scope_id: int) -> str:
     return " ".join(tokens)
 
 
-def record_values(record: MemoryRecord, to_db_time: Callable[[datetime], Any]) -> dict[str, Any]:
+def record_values(
+    record: MemoryRecord, to_db_time: Callable[[datetime], Any], *, provenance_json: bool = True
+) -> dict[str, Any]:
     """The column values of a record (scope excluded: backends store it by reference)."""
 
     def when(value: datetime | None) -> Any:
@@ -94,7 +96,7 @@ def record_values(record: MemoryRecord, to_db_time: Callable[[datetime], Any]) -
         "key": record.key,
         "content": record.content,
         "tags": dumps(list(record.tags)) if record.tags else None,
-        "provenance": record.provenance.model_dump_json(exclude_none=True),
+        "provenance": record.provenance.model_dump_json(exclude_none=True) if provenance_json else None,
         "created_at": to_db_time(record.created_at),
         "updated_at": None if record.updated_at == record.created_at else to_db_time(record.updated_at),
         "invalid_at": when(record.invalid_at),

@@ -389,7 +389,7 @@ class BaseMemoryStore(ABC):
                     f"Input {index}: expires_at must be in the future.",
                     [{"loc": f"{index}.expires_at", "msg": "must be in the future"}],
                 )
-        ids = [self._ids.new(now) for _ in items]
+        ids = self._ids.batch(now, len(items))
         successor: dict[int, str] = {}
         batch = PlannedBatch()
         for index, (predecessor, earlier) in enumerate(zip(stored, in_batch, strict=True)):

@@ -33,6 +33,14 @@ class IdFactory:
         self._lock = threading.Lock()
         self._last = 0
 
+    def batch(self, at: datetime, count: int) -> list[str]:
+        """``count`` ids for one batch, in order."""
+        millis = int(at.timestamp() * 1000) & ((1 << 48) - 1)
+        with self._lock:
+            first = max((millis << 80) | secrets.randbits(80), self._last + 1)
+            self._last = first + count - 1
+        return [PREFIX + _encode(first + offset) for offset in range(count)]
+
     def new(self, at: datetime) -> str:
         millis = int(at.timestamp() * 1000) & ((1 << 48) - 1)
         with self._lock:

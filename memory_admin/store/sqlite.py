@@ -81,6 +81,7 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (scope_id, key)
     ) WITHOUT ROWID;
     CREATE INDEX memory_scope_pairs_kv ON memory_scope_pairs (key, value);
+    CREATE INDEX memory_scopes_tenant ON memory_scopes (tenant);
     CREATE TABLE memory_records (
         rid            INTEGER PRIMARY KEY,
         id             BLOB NOT NULL UNIQUE,  -- 16 bytes for a canonical id, else its text
@@ -172,7 +173,8 @@ _RECORD_SELECT = (
     + ") AS provenance"
 )
 _RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id"
-_CANDIDATE_BUDGET = 400  # records scored per query at most; beyond it common tokens see their newest
+_SMALL_SCOPE = 500  # scopes this size are ranked exhaustively, from one index query
+_CANDIDATE_BUDGET = 200  # in larger scopes, records scored per query at most
 _DF_SAMPLE = 20_000  # document frequencies above this are estimated from the newest matches
 _STATS_TTL_S = 300.0
 _VISIBLE_ENUMERATION_LIMIT = 12  # viewer pairs; 2^11 candidate scopes at most
@@ -216,6 +218,24 @@ def _id_key(record_id: str) -> bytes | str:
 
 def _id_text(stored: bytes | str) -> str:
     return from_value(int.from_bytes(stored, "big")) if isinstance(stored, bytes) else stored
+
+
+_ROW_COLUMNS = ("rid", "scope_id", *_STORED_COLUMNS)
+_INSERT_RECORD = f"INSERT INTO memory_records ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})"
+
+
+def _record_row(record: MemoryRecord, rid: int, scope_id: int) -> tuple[Any, ...]:
+    """A record's row, in :data:`_ROW_COLUMNS` order (writing a batch builds thousands)."""
+    values = record_values(record, _to_db_time, provenance_json=False)
+    values["id"] = _id_key(record.id)
+    values["rid"] = rid
+    values["scope_id"] = scope_id
+    provenance = record.provenance
+    values["source"] = provenance.source
+    values["author"] = provenance.author
+    values["conversation_id"] = provenance.conversation_id
+    values["run_id"] = provenance.run_id
+    return tuple(values[column] for column in _ROW_COLUMNS)
 
 
 def _in_ids(ids: Sequence[str]) -> tuple[str, list[bytes | str]]:
@@ -311,20 +331,11 @@ class _Transaction:
                 scopes[text] = record.scope
         scope_ids = self._scope_ids(scopes)
         first = int(self.conn.execute("SELECT coalesce(max(rid), 0) + 1 FROM memory_records").fetchone()[0])
-        rows = []
-        for offset, record in enumerate(records):
-            values = record_values(record, _to_db_time)
-            values["id"] = _id_key(record.id)
-            del values["provenance"]
-            values.update(record.provenance.model_dump())
-            values["rid"] = first + offset
-            values["scope_id"] = scope_ids[texts[tuple(record.scope.items())]]
-            rows.append(values)
-        columns = ("rid", "scope_id", *_STORED_COLUMNS)
-        self.conn.executemany(
-            f"INSERT INTO memory_records ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})",
-            rows,
-        )
+        rows = [
+            _record_row(record, first + offset, scope_ids[texts[tuple(record.scope.items())]])
+            for offset, record in enumerate(records)
+        ]
+        self.conn.executemany(_INSERT_RECORD, rows)
         self.conn.execute(
             "INSERT INTO memory_fts (rowid, content, tags, meta) "
             "SELECT rid, content, tags, meta FROM memory_fts_source WHERE rid BETWEEN ? AND ?",
@@ -332,7 +343,7 @@ class _Transaction:
         )
         self.conn.executemany(
             "UPDATE memory_scopes SET n_records = n_records + ? WHERE scope_id = ?",
-            [(count, scope_id) for scope_id, count in Counter(v["scope_id"] for v in rows).items()],
+            [(count, scope_id) for scope_id, count in Counter(row[1] for row in rows).items()],
         )
 
     def invalidate(self, change: Invalidation) -> None:
@@ -751,9 +762,19 @@ class SqliteMemoryStore(BaseMemoryStore):
 
     def _subset_scopes(self, conn: sqlite3.Connection, scope: Scope, agent: str | None) -> list[tuple[int, int]]:
         """``(scope_id, n_records)`` of every stored scope containing ``scope``'s pairs."""
-        parts = " INTERSECT ".join("SELECT scope_id FROM memory_scope_pairs WHERE key = ? AND value = ?" for _ in scope)
-        params: list[Any] = [item for pair in scope.items() for item in pair]
-        sql = f"SELECT s.scope_id, s.n_records FROM memory_scopes s WHERE s.scope_id IN ({parts})"
+        # the tenant column narrows; the other pairs' (small) scope lists are intersected
+        pairs = [(key, value) for key, value in scope.items() if key != TENANT_KEY]
+        sql = "SELECT s.scope_id, s.n_records FROM memory_scopes s WHERE s.tenant = ?"
+        params: list[Any] = [scope[TENANT_KEY]]
+        if pairs:
+            sql += (
+                " AND s.scope_id IN ("
+                + " INTERSECT ".join(
+                    "SELECT scope_id FROM memory_scope_pairs WHERE key = ? AND value = ?" for _ in pairs
+                )
+                + ")"
+            )
+            params += [item for pair in pairs for item in pair]
         if agent is not None:
             sql += (
                 " AND NOT EXISTS (SELECT 1 FROM memory_scope_pairs a WHERE a.scope_id = s.scope_id "
@@ -864,25 +885,26 @@ class SqliteMemoryStore(BaseMemoryStore):
             return hits, Cursor(created_us=int(last["created_at"]), seq=int(last["rid"]))
         return hits, None
 
-    def _filter_expression(self, conn: sqlite3.Connection, plan: SearchPlan) -> str | None:
-        """The hidden-token part of a MATCH: scope, kinds and the agent convention.
-        ``None`` when no stored scope can match."""
+    def _filter_expression(self, conn: sqlite3.Connection, plan: SearchPlan) -> tuple[str, int] | None:
+        """The hidden-token part of a MATCH (scope, kinds, the agent convention) and how
+        many records the scope holds. ``None`` when no stored scope can match."""
         query = plan.query
         parts: list[str] = []
         if query.scope_match == "visible":
             scopes = self._visible_scopes(conn, query.scope, None)
-            if not scopes:
-                return None
             parts.append("meta : (" + " OR ".join(f"s{sid}" for sid, _ in scopes) + ")")
         else:
+            scopes = self._subset_scopes(conn, query.scope, None)
             parts.append("meta : (" + " AND ".join(filter_tokens(query.scope)) + ")")
+        if not scopes:
+            return None
         if query.kinds is not None:
             parts.append("meta : (" + " OR ".join(f"k{kind}" for kind in query.kinds) + ")")
         expression = " AND ".join(f"({part})" for part in parts)
         if query.agent is not None:
             mine = tenant_pair_token(query.scope[TENANT_KEY], AGENT_KEY, query.agent)
             expression = f"({expression}) NOT (meta : ({AGENT_MARK} NOT {mine}))"
-        return expression
+        return expression, sum(n for _, n in scopes)
 
     @staticmethod
     def _raise_corrupt(conn: sqlite3.Connection, rid: int) -> NoReturn:
@@ -898,13 +920,15 @@ class SqliteMemoryStore(BaseMemoryStore):
         query. Instead, weights come from cached document frequencies and candidates are
         gathered token by token, rarest first, stopping as soon as the tokens left
         cannot lift any unseen record into the page (MaxScore pruning). The ranking is
-        exact unless the query's tokens match more than :data:`_CANDIDATE_BUDGET`
-        records in the scope; then the most common tokens contribute only their newest
-        matches — a query of stopwords ranks recent memories, not the whole tenant.
+        exhaustive in scopes of up to :data:`_SMALL_SCOPE` records, and in larger ones
+        exact unless a token's matches exhaust :data:`_CANDIDATE_BUDGET`; then the most
+        common tokens contribute only their newest matches — a query of stopwords ranks
+        recent memories, not the whole tenant.
         """
-        scope_filter = self._filter_expression(conn, plan)
-        if scope_filter is None:
+        found = self._filter_expression(conn, plan)
+        if found is None:
             return [], None
+        scope_filter, scope_size = found
         docs, average, frequencies = self._terms.statistics(conn, plan.tokens)
         weights = {token: ranking.idf(docs, frequencies[token]) for token in plan.tokens}
         offset = (plan.cursor.offset or 0) if plan.cursor is not None else 0
@@ -912,24 +936,18 @@ class SqliteMemoryStore(BaseMemoryStore):
         budget = max(_CANDIDATE_BUDGET, needed * 4)
         filters, params = self._record_filters(plan)
         scored: dict[int, tuple[float, int]] = {}  # rid -> (score, created_at)
-        ranked: list[tuple[int, tuple[float, int]]] = []
-        by_rarity = sorted(plan.tokens, key=lambda t: frequencies[t])
-        for index, token in enumerate(by_rarity):
-            if len(ranked) >= needed and ranked[needed - 1][1][0] > ranking.upper_bound(
-                weights[t] for t in by_rarity[index:]
-            ):
-                break  # no record holding only the remaining tokens can reach the page
-            room = budget - len(scored)
-            if room <= 0:
-                break
-            rids = [
+
+        def matches(tokens: Sequence[str], limit: int) -> list[int]:
+            words = " OR ".join(_quote(t) for t in tokens)
+            return [
                 int(row[0])
                 for row in conn.execute(
                     "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-                    (f"({scope_filter}) AND ({{content tags}} : {_quote(token)})", room),
+                    (f"({scope_filter}) AND ({{content tags}} : ({words}))", limit),
                 )
-                if int(row[0]) not in scored
             ]
+
+        def score(rids: Sequence[int]) -> None:
             for start in range(0, len(rids), 500):
                 for rid, content, tags, created in conn.execute(
                     "SELECT r.rid, r.content, r.tags, r.created_at FROM memory_records r "
@@ -943,7 +961,26 @@ class SqliteMemoryStore(BaseMemoryStore):
                     except (ValueError, TypeError):
                         self._raise_corrupt(conn, rid)
                     scored[rid] = (ranking.score_text(text, average, weights), created)
-            ranked = sorted(scored.items(), key=lambda item: (-item[1][0], -item[1][1], -item[0]))
+
+        def order() -> list[tuple[int, tuple[float, int]]]:
+            return sorted(scored.items(), key=lambda item: (-item[1][0], -item[1][1], -item[0]))
+
+        if scope_size <= max(_SMALL_SCOPE, budget):
+            # most scopes are small: one query finds every candidate, and the ranking is exact
+            score(matches(plan.tokens, scope_size))
+            ranked = order()
+        else:
+            ranked = []
+            by_rarity = sorted(plan.tokens, key=lambda t: frequencies[t])
+            for index, token in enumerate(by_rarity):
+                bound = ranking.upper_bound(weights[t] for t in by_rarity[index:])
+                if len(ranked) >= needed and ranked[needed - 1][1][0] > bound:
+                    break  # no record holding only the remaining tokens can reach the page
+                room = budget - len(scored)
+                if room <= 0:
+                    break
+                score([rid for rid in matches([token], room) if rid not in scored])
+                ranked = order()
         page = ranked[offset : offset + plan.limit]
         rows = {
             row["rid"]: row

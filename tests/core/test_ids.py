@@ -36,3 +36,13 @@ def test_non_canonical_forms_are_not_decoded() -> None:
     assert ulid_value(canonical[:-1] + "I") is None  # Crockford has no I, L, O or U
     assert ulid_value("mem_" + "Z" * 26) is None  # beyond 128 bits
     assert ulid_value("note_" + canonical[5:]) is None
+
+
+def test_a_batch_of_ids_follows_the_last_id() -> None:
+    factory = IdFactory()
+    now = datetime(2026, 5, 1, tzinfo=UTC)
+    first = factory.new(now)
+    batch = factory.batch(now, 500)
+    later = factory.new(now)
+    assert [first, *batch, later] == sorted({first, *batch, later})
+    assert len(batch) == 500

@@ -168,3 +168,40 @@ def test_forgotten_content_is_gone_from_the_file_and_wal(tmp_path: Path, how: st
     assert raw(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     raw(path).execute("INSERT INTO memory_fts (memory_fts) VALUES ('integrity-check')")
     store.close()
+
+
+# --- ranking in large scopes ---------------------------------------------------------------
+
+
+def test_large_scopes_rank_exactly_while_the_budget_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the candidate budget, candidates are gathered rarest token first with MaxScore
+    pruning; while no token exhausts the budget the page equals the exhaustive ranking."""
+    import random
+
+    import memory_admin.store.sqlite as sqlite_module
+    from memory_admin.store import InMemoryMemoryStore
+
+    monkeypatch.setattr(sqlite_module, "_CANDIDATE_BUDGET", 60)
+    monkeypatch.setattr(sqlite_module, "_SMALL_SCOPE", 100)
+    rng = random.Random(3)
+    common = ["the", "and", "of", "memory"]
+    rare = [f"rare{i}" for i in range(40)]
+    items = []
+    for n in range(400):
+        words = [rng.choice(common) for _ in range(rng.randint(3, 8))] + [rng.choice(rare) for _ in range(rng.randint(0, 2))]
+        items.append({"scope": U1, "kind": "fact", "content": " ".join(words) + f" n{n}", "provenance": PROV})
+    sqlite = SqliteMemoryStore(tmp_path / "m.sqlite3", persist_events=False)
+    memory = InMemoryMemoryStore(persist_events=False)
+    for start in range(0, len(items), 100):
+        sqlite.write(items[start : start + 100])
+        memory.write(items[start : start + 100])
+    checked = 0
+    for query in ["rare3 the", "rare7 rare8 memory", "rare1", "rare12 and of", "rare30 rare31 rare32 the"]:
+        expected = [h.record.content for h in memory.search({"scope": U1, "query": query, "limit": 5})]
+        found = [h.record.content for h in sqlite.search({"scope": U1, "query": query, "limit": 5})]
+        assert found == expected, query
+        checked += 1
+    stopwords_only = sqlite.search({"scope": U1, "query": "the and", "limit": 5})
+    assert len(stopwords_only) == 5, "past the budget, common tokens still find records"
+    assert checked == 5
+    sqlite.close()
