@@ -188,7 +188,8 @@ def test_large_scopes_rank_exactly_while_the_budget_holds(tmp_path: Path, monkey
     rare = [f"rare{i}" for i in range(40)]
     items = []
     for n in range(400):
-        words = [rng.choice(common) for _ in range(rng.randint(3, 8))] + [rng.choice(rare) for _ in range(rng.randint(0, 2))]
+        words = [rng.choice(common) for _ in range(rng.randint(3, 8))]
+        words += [rng.choice(rare) for _ in range(rng.randint(0, 2))]
         items.append({"scope": U1, "kind": "fact", "content": " ".join(words) + f" n{n}", "provenance": PROV})
     sqlite = SqliteMemoryStore(tmp_path / "m.sqlite3", persist_events=False)
     memory = InMemoryMemoryStore(persist_events=False)
