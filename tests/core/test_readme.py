@@ -15,5 +15,5 @@ def test_the_store_example_runs(tmp_path: Path) -> None:
     namespace: dict[str, object] = {}
     exec(compile(code, str(README), "exec"), namespace)
     store = namespace["store"]
-    hits = store.search({"scope": {"tenant": "acme", "user": "dana"}, "query": "drink"})  # type: ignore[attr-defined]
+    hits = store.search({"scope": {"tenant": "acme", "user": "dana"}, "query": "what does Dana drink?"})  # type: ignore[attr-defined]
     assert [hit.record.content for hit in hits] == ["Dana drinks espresso, no milk."]
