@@ -700,6 +700,12 @@ class MemoryStoreConformance(ABC):
         assert info.value.extras["key_holder"] == holder.id
         assert contents(store.search({"scope": U1})) == ["aisle"]
 
+    def test_optimize_keeps_everything_findable(self, store: Any, raw_store: Any) -> None:
+        store.write([rec(f"note {i} about kiwis") for i in range(30)])
+        raw_store.optimize()
+        assert len(store.search({"scope": U1, "query": "kiwis", "limit": 50})) == 30
+        assert len(store.search({"scope": U1, "limit": 50})) == 30
+
     # === Tier 1: events ============================================================
 
     def test_writes_and_searches_emit_events_to_sinks(self, store: Any, raw_store: Any) -> None:

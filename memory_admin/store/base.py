@@ -241,6 +241,10 @@ class BaseMemoryStore(ABC):
     def _after_forget(self) -> None:
         """Called after a delete or erase commits; backends scrub their files here."""
 
+    def optimize(self) -> None:
+        """Compact the store's indexes after a large import; a no-op where there is
+        nothing to compact. Safe to call at any time."""
+
     def close(self) -> None:
         """Release resources. The default store holds none."""
 

@@ -489,9 +489,10 @@ class TermStatistics:
             "ORDER BY rowid DESC LIMIT ?)",
             (f"{{content tags}} : {_quote(token)}", _DF_SAMPLE),
         ).fetchone()
-        if count < _DF_SAMPLE:
-            return int(count)
-        return min(docs, round(count * top / max(top - int(oldest) + 1, 1)))
+        matched = int(count)
+        if matched < _DF_SAMPLE:
+            return matched
+        return min(docs, round(matched * top / max(top - int(oldest) + 1, 1)))
 
 
 class SqliteMemoryStore(BaseMemoryStore):
@@ -655,6 +656,12 @@ class SqliteMemoryStore(BaseMemoryStore):
         )
 
     # --- forgetting ---------------------------------------------------------------------
+
+    def optimize(self) -> None:
+        """Merge the full-text index into one segment (every query opens each segment)."""
+        with self._transaction() as tx:
+            tx.conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+        self._after_forget()
 
     def _after_forget(self) -> None:
         """Checkpoint and truncate the WAL so no frame keeps forgotten content."""

@@ -34,6 +34,8 @@ class Command(BaseCommand):
                     written = self._import(store, source, options["batch_size"])
             except OSError as exc:
                 raise CommandError(f"cannot read {options['path']}: {exc.strerror}") from None
+        if written:
+            store.optimize()  # a large import leaves the full-text index in many segments
         target = options["store"] or "the default store"
         self.stdout.write(self.style.SUCCESS(f"Imported {written} records into {target}."))
 
