@@ -317,11 +317,17 @@ class InMemoryMemoryStore(BaseMemoryStore):
 
 
 def build_facets(counts_by_scope: Counter[str], scopes: dict[str, Scope], values_per_key: int) -> list[ScopeFacet]:
-    """Facets from record counts per distinct scope (shared by the SQL backends)."""
+    """Facets from record counts per distinct scope."""
     by_key: dict[str, Counter[str]] = {}
     for key_json, count in counts_by_scope.items():
         for key, value in scopes[key_json].items():
             by_key.setdefault(key, Counter())[value] += count
+    return facets_from_counts(by_key, values_per_key)
+
+
+def facets_from_counts(by_key: dict[str, Counter[str]], values_per_key: int) -> list[ScopeFacet]:
+    """Facets from record counts per scope key and value: the tenant first, then keys
+    alphabetically; values by count, then name (shared by every backend)."""
     facets = []
     for key in sorted(by_key, key=lambda k: (k != "tenant", k)):
         values = by_key[key]

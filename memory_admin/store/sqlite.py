@@ -57,7 +57,7 @@ from memory_admin.store.base import (
     now_us,
 )
 from memory_admin.store.ids import from_value, ulid_value
-from memory_admin.store.memory import build_facets
+from memory_admin.store.memory import facets_from_counts
 from memory_admin.store.protocol import ErasureReport, MemoryStoreCapabilities, ScopeCounts, ScopeFacet
 from memory_admin.tokenize import tokenize
 
@@ -157,6 +157,45 @@ MIGRATIONS.append(
     );
     CREATE INDEX memory_events_type_at ON memory_events (type, at);
     CREATE INDEX memory_events_tenant_at ON memory_events (tenant, at);
+    """
+)
+
+MIGRATIONS.append(
+    # 3: counts per scope and kind, and partial indexes over the rare states, so a
+    # tenant's summary adds a few thousand counters instead of scanning its records
+    """
+    CREATE TABLE memory_scope_kinds (
+        scope_id INTEGER NOT NULL,
+        kind     TEXT NOT NULL,
+        n        INTEGER NOT NULL,
+        PRIMARY KEY (scope_id, kind)
+    ) WITHOUT ROWID;
+    INSERT INTO memory_scope_kinds (scope_id, kind, n)
+        SELECT scope_id, kind, count(*) FROM memory_records GROUP BY scope_id, kind;
+    CREATE INDEX memory_records_invalid ON memory_records (scope_id) WHERE invalid_at IS NOT NULL;
+    CREATE INDEX memory_records_expiring ON memory_records (scope_id, expires_at) WHERE expires_at IS NOT NULL;
+    DROP TRIGGER memory_records_ad;
+    CREATE TRIGGER memory_records_ad AFTER DELETE ON memory_records BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, content, tags, meta)
+            SELECT 'delete', old.rid, old.content, coalesce(old.tags, ''), s.fts_tokens || ' k' || old.kind
+            FROM memory_scopes s WHERE s.scope_id = old.scope_id;
+        UPDATE memory_scopes SET n_records = n_records - 1 WHERE scope_id = old.scope_id;
+        UPDATE memory_scope_kinds SET n = n - 1 WHERE scope_id = old.scope_id AND kind = old.kind;
+    END;
+    DROP TRIGGER memory_records_au;
+    CREATE TRIGGER memory_records_au AFTER UPDATE OF content, tags, kind, scope_id ON memory_records BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, content, tags, meta)
+            SELECT 'delete', old.rid, old.content, coalesce(old.tags, ''), s.fts_tokens || ' k' || old.kind
+            FROM memory_scopes s WHERE s.scope_id = old.scope_id;
+        INSERT INTO memory_fts (rowid, content, tags, meta)
+            SELECT new.rid, new.content, coalesce(new.tags, ''), s.fts_tokens || ' k' || new.kind
+            FROM memory_scopes s WHERE s.scope_id = new.scope_id;
+        UPDATE memory_scopes SET n_records = n_records - 1 WHERE scope_id = old.scope_id;
+        UPDATE memory_scopes SET n_records = n_records + 1 WHERE scope_id = new.scope_id;
+        UPDATE memory_scope_kinds SET n = n - 1 WHERE scope_id = old.scope_id AND kind = old.kind;
+        INSERT INTO memory_scope_kinds (scope_id, kind, n) VALUES (new.scope_id, new.kind, 1)
+            ON CONFLICT (scope_id, kind) DO UPDATE SET n = n + 1;
+    END;
     """
 )
 
@@ -345,6 +384,16 @@ class _Transaction:
             "UPDATE memory_scopes SET n_records = n_records + ? WHERE scope_id = ?",
             [(count, scope_id) for scope_id, count in Counter(row[1] for row in rows).items()],
         )
+        self.conn.executemany(
+            "INSERT INTO memory_scope_kinds (scope_id, kind, n) VALUES (?, ?, ?) "
+            "ON CONFLICT (scope_id, kind) DO UPDATE SET n = n + excluded.n",
+            [
+                (scope_id, kind, count)
+                for (scope_id, kind), count in Counter(
+                    (row[1], r.kind) for row, r in zip(rows, records, strict=True)
+                ).items()
+            ],
+        )
 
     def invalidate(self, change: Invalidation) -> None:
         at = _to_db_time(change.at)
@@ -370,6 +419,9 @@ class _Transaction:
                 "DELETE FROM memory_scope_pairs WHERE scope_id IN (SELECT value FROM json_each(?))", (doomed,)
             )
             self.conn.execute("DELETE FROM memory_scopes WHERE scope_id IN (SELECT value FROM json_each(?))", (doomed,))
+            self.conn.execute(
+                "DELETE FROM memory_scope_kinds WHERE scope_id IN (SELECT value FROM json_each(?))", (doomed,)
+            )
 
     def delete(self, record_id: str) -> bool:
         key = _id_key(record_id)
@@ -410,6 +462,9 @@ class _Transaction:
                 "DELETE FROM memory_scope_pairs WHERE scope_id IN (SELECT value FROM json_each(?))", (ids,)
             )
             self.conn.execute("DELETE FROM memory_scopes WHERE scope_id IN (SELECT value FROM json_each(?))", (ids,))
+            self.conn.execute(
+                "DELETE FROM memory_scope_kinds WHERE scope_id IN (SELECT value FROM json_each(?))", (ids,)
+            )
             self._scrub_index()
         return ErasureReport(
             scope=scope,
@@ -1003,39 +1058,51 @@ class SqliteMemoryStore(BaseMemoryStore):
     # --- admin --------------------------------------------------------------------------
 
     def _scope_facets(self, scope: Scope | None, values_per_key: int) -> list[ScopeFacet]:
+        sql = (
+            "SELECT p.key, p.value, sum(s.n_records) FROM memory_scope_pairs p "
+            "JOIN memory_scopes s ON s.scope_id = p.scope_id WHERE s.n_records > 0"
+        )
+        params: list[Any] = []
         with self._read() as conn:
-            if scope is None:
-                rows = conn.execute("SELECT scope, n_records FROM memory_scopes WHERE n_records > 0").fetchall()
-            else:
-                ids = _json_list(sid for sid, _ in self._subset_scopes(conn, scope, None))
-                rows = conn.execute(
-                    "SELECT scope, n_records FROM memory_scopes WHERE n_records > 0 "
-                    "AND scope_id IN (SELECT value FROM json_each(?))",
-                    (ids,),
-                ).fetchall()
-        counts: Counter[str] = Counter({row[0]: int(row[1]) for row in rows})
-        return build_facets(counts, {row[0]: json.loads(row[0]) for row in rows}, values_per_key)
+            if scope is not None:
+                sql += " AND s.scope_id IN (SELECT value FROM json_each(?))"
+                params.append(_json_list(sid for sid, _ in self._subset_scopes(conn, scope, None)))
+            rows = conn.execute(sql + " GROUP BY p.key, p.value", params).fetchall()
+        by_key: dict[str, Counter[str]] = {}
+        for key, value, count in rows:
+            by_key.setdefault(key, Counter())[value] = int(count)
+        return facets_from_counts(by_key, values_per_key)
 
     def _count_records(self, plan: SearchPlan) -> ScopeCounts:
         now = _to_db_time(plan.now)
         with self._read() as conn:
             ids = _json_list(sid for sid, _ in self._scopes_for(conn, plan))
-            rows = conn.execute(
-                "SELECT kind, count(*), sum(invalid_at IS NOT NULL), "
-                "sum(expires_at IS NOT NULL AND expires_at <= ?), "
-                "sum(invalid_at IS NULL AND (expires_at IS NULL OR expires_at > ?)) "
-                "FROM memory_records WHERE scope_id IN (SELECT value FROM json_each(?)) GROUP BY kind",
-                (now, now, ids),
-            ).fetchall()
-        by_kind = {kind: 0 for kind in KINDS}
-        total = invalidated = expired = live = 0
-        for kind, count, n_invalid, n_expired, n_live in rows:
-            by_kind[kind] = int(count)
-            total += int(count)
-            invalidated += int(n_invalid or 0)
-            expired += int(n_expired or 0)
-            live += int(n_live or 0)
-        return ScopeCounts(total=total, live=live, invalidated=invalidated, expired=expired, by_kind=by_kind)
+            in_scopes = "scope_id IN (SELECT value FROM json_each(?))"
+            by_kind = {kind: 0 for kind in KINDS}
+            for kind, count in conn.execute(
+                f"SELECT kind, sum(n) FROM memory_scope_kinds WHERE {in_scopes} GROUP BY kind", (ids,)
+            ):
+                by_kind[kind] = int(count)
+            invalidated = int(
+                conn.execute(
+                    f"SELECT count(*) FROM memory_records INDEXED BY memory_records_invalid "
+                    f"WHERE {in_scopes} AND invalid_at IS NOT NULL",
+                    (ids,),
+                ).fetchone()[0]
+            )
+            expired, expired_valid = conn.execute(
+                f"SELECT count(*), coalesce(sum(invalid_at IS NULL), 0) FROM memory_records "
+                f"INDEXED BY memory_records_expiring WHERE {in_scopes} AND expires_at IS NOT NULL AND expires_at <= ?",
+                (ids, now),
+            ).fetchone()
+        total = sum(by_kind.values())
+        return ScopeCounts(
+            total=total,
+            live=total - invalidated - int(expired_valid),
+            invalidated=invalidated,
+            expired=int(expired),
+            by_kind=by_kind,
+        )
 
 
 def sqlite_file_stats(path: str | os.PathLike[str]) -> dict[str, int]:

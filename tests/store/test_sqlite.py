@@ -42,22 +42,38 @@ def test_file_uses_wal_and_the_current_schema(tmp_path: Path) -> None:
 
 
 def test_an_older_file_migrates_in_place(tmp_path: Path) -> None:
+    """A file written by the first release (schema 1, rows as that release wrote them)
+    opens in the current one, which migrates it in place and finds everything."""
+    from memory_admin.store._sql import scope_tokens
+    from memory_admin.store.sqlite import _statements
+
     path = tmp_path / "memory.sqlite3"
-
-    class FirstRelease(SqliteMemoryStore):
-        def _migrate(self, migrations: Any = MIGRATIONS[:1]) -> None:
-            super()._migrate(migrations)
-
-    old = FirstRelease(path, persist_events=False)
-    record_id = write_one(old, "written by the first release")
-    old.close()
-    assert raw(path).execute("PRAGMA user_version").fetchone()[0] == 1
+    conn = raw(path)
+    conn.execute("PRAGMA journal_mode = WAL")
+    for statement in _statements(MIGRATIONS[0]):
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute(
+        "INSERT INTO memory_scopes (scope_id, scope, tenant, n_pairs, fts_tokens, n_records) VALUES (1, ?, ?, 2, ?, 1)",
+        ('{"tenant":"acme","user":"u1"}', "acme", scope_tokens(U1, 1)),
+    )
+    conn.executemany("INSERT INTO memory_scope_pairs VALUES (1, ?, ?)", [("tenant", "acme"), ("user", "u1")])
+    conn.execute(
+        "INSERT INTO memory_records (rid, id, scope_id, kind, content, source, created_at) "
+        "VALUES (1, 'mem_legacy', 1, 'preference', 'written by the first release', 'v1', 1767225600000000)"
+    )
+    conn.execute(
+        "INSERT INTO memory_fts (rowid, content, tags, meta) SELECT rid, content, tags, meta FROM memory_fts_source"
+    )
+    conn.close()
 
     current = SqliteMemoryStore(path)
     assert current.schema_version() == SCHEMA_VERSION
-    assert current.get(record_id) is not None
-    current.search({"scope": U1, "query": "release"})
-    assert current.query_events({"types": ["agent.memory.search"]}), "the new event table works"
+    record = current.get("mem_legacy")
+    assert record is not None and record.provenance.source == "v1"
+    assert [h.record.id for h in current.search({"scope": U1, "query": "release"})] == ["mem_legacy"]
+    assert current.count_records(U1).by_kind["preference"] == 1, "counters were backfilled"
+    assert current.query_events({"types": ["agent.memory.search"]}), "the event table works"
     current.close()
 
 
