@@ -822,7 +822,7 @@ class PostgresMemoryStore(BaseMemoryStore):
             self._connect_kwargs["connect_timeout"] = max(1, round(connect_timeout))
         self._pool_timeout = pool_timeout
         self._async_sizes = (async_min_size, async_max_size)
-        self._async_pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]] = {}
+        self._async_pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
         self._async_lock = threading.Lock()
         self._closed = False
         self._pool: ConnectionPool[Any] = ConnectionPool(
@@ -836,8 +836,14 @@ class PostgresMemoryStore(BaseMemoryStore):
             open=False,
         )
         try:
-            with self._errors():
+            try:
                 self._pool.open(wait=True, timeout=connect_timeout)
+            except PoolTimeout:
+                raise MemoryStoreError(
+                    f"Could not connect to {self.location} within {connect_timeout:g}s; check the URL, "
+                    "the credentials and that the server is up.",
+                    location=self.location,
+                ) from None
             self._migrate()
         except BaseException:
             self._pool.close()
@@ -911,13 +917,13 @@ class PostgresMemoryStore(BaseMemoryStore):
         self._check_open()
         loop = asyncio.get_running_loop()
         with self._async_lock:
-            pool = self._async_pools.get(loop)
-            if pool is None:
+            entry = self._async_pools.get(loop)
+            if entry is None:
                 # a pool's connections belong to the loop that made them; a pool whose
                 # loop has closed cannot be awaited any more, so it is only dropped
                 for stale in [other for other in self._async_pools if other.is_closed()]:
                     del self._async_pools[stale]
-                pool = self._async_pools[loop] = AsyncConnectionPool(
+                pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
                     self._conninfo,
                     min_size=self._async_sizes[0],
                     max_size=self._async_sizes[1],
@@ -927,8 +933,10 @@ class PostgresMemoryStore(BaseMemoryStore):
                     name="memory_admin_async",
                     open=False,
                 )
-        await pool.open()
-        return pool
+                guard = loop.create_task(_close_at_shutdown(pool), name="memory_admin: close pool at loop shutdown")
+                entry = self._async_pools[loop] = _LoopPool(pool, guard)
+        await entry.pool.open()
+        return entry.pool
 
     async def _aread(self, op: Op[T]) -> T:
         with self._errors():
@@ -949,26 +957,26 @@ class PostgresMemoryStore(BaseMemoryStore):
         self._pool.close()
         with self._async_lock:
             pools, self._async_pools = self._async_pools, {}
-        for loop, pool in pools.items():
+        for loop, entry in pools.items():
             if loop.is_closed():
-                continue  # its connections close when collected
+                continue  # its guard closed it at shutdown, or its connections close when collected
             try:
                 running = asyncio.get_running_loop()
             except RuntimeError:
                 running = None
             if running is loop:
-                loop.create_task(pool.close())
+                entry.guard.cancel()  # the guard closes the pool as soon as this loop runs again
             elif loop.is_running():
-                asyncio.run_coroutine_threadsafe(pool.close(), loop).result(timeout=10)
+                asyncio.run_coroutine_threadsafe(entry.shut(), loop).result(timeout=10)
             else:
-                loop.run_until_complete(pool.close())
+                loop.run_until_complete(entry.shut())
 
     async def aclose(self) -> None:
         loop = asyncio.get_running_loop()
         with self._async_lock:
-            pool = self._async_pools.pop(loop, None)
-        if pool is not None:
-            await pool.close()
+            entry = self._async_pools.pop(loop, None)
+        if entry is not None:
+            await entry.shut()
         self.close()
 
     # --- schema -----------------------------------------------------------------------
@@ -985,15 +993,20 @@ class PostgresMemoryStore(BaseMemoryStore):
                 raise SchemaVersionError(self.location, found, target)
             if found == target:
                 return
-            with conn.transaction():
-                # one migrator at a time; the others find the work done when they get in
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
-                found = _drive(conn, _version_op())
-                if found > target:
-                    raise SchemaVersionError(self.location, found, target)
-                for version in range(found + 1, target + 1):
-                    conn.execute(migrations[version - 1].encode())
-                    conn.execute("UPDATE memory_schema SET version = %s", [version])
+            # One migrator at a time; the others find the work done when they get in. The
+            # lock is taken before the transaction begins: a transaction that waited for it
+            # could still see the catalog as it was before the other migrator committed.
+            conn.execute("SELECT pg_advisory_lock(%s)", [_MIGRATION_LOCK])
+            try:
+                with conn.transaction():
+                    found = _drive(conn, _version_op())
+                    if found > target:
+                        raise SchemaVersionError(self.location, found, target)
+                    for version in range(found + 1, target + 1):
+                        conn.execute(migrations[version - 1].encode())
+                        conn.execute("UPDATE memory_schema SET version = %s", [version])
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", [_MIGRATION_LOCK])
 
     def capabilities(self) -> MemoryStoreCapabilities:
         return MemoryStoreCapabilities(
@@ -1121,6 +1134,28 @@ class PostgresMemoryStore(BaseMemoryStore):
 
     async def aerase(self, scope: Mapping[str, str]) -> ErasureReport:
         return await self._ain_transaction(erase_op(canonical_scope(scope), self._clock(), dry_run=False))
+
+
+@dataclass
+class _LoopPool:
+    """An event loop's async pool and the task that closes it when the loop shuts down."""
+
+    pool: AsyncConnectionPool[Any]
+    guard: asyncio.Task[None]
+
+    async def shut(self) -> None:
+        self.guard.cancel()
+        await self.pool.close()
+
+
+async def _close_at_shutdown(pool: AsyncConnectionPool[Any]) -> None:
+    # asyncio.run() cancels every task before closing its loop. psycopg_pool's workers
+    # survive a cancellation that arrives while they run a maintenance task and would
+    # then wait forever, so the loop could never finish: closing the pool stops them.
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await pool.close()
 
 
 def _version_op() -> Op[int]:

@@ -1,9 +1,27 @@
 from __future__ import annotations
 
+import asyncio
+import multiprocessing
+import threading
+from collections import Counter
+from typing import Any
+
+import psycopg
 import pytest
 
 from memory_admin.conformance import FakeClock, MemoryStoreConformance
-from memory_admin.store.postgres import PostgresMemoryStore
+from memory_admin.conformance.kit import ACME, U1, U2, rec
+from memory_admin.errors import (
+    MemoryConflictError,
+    MemoryCorruptionError,
+    MemoryStoreError,
+    MemoryValidationError,
+    SchemaVersionError,
+)
+from memory_admin.store import open_store
+from memory_admin.store._sql import pair_token
+from memory_admin.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresMemoryStore
+from tests.postgres_cluster import REQUIRE_ALL_ENV, _unavailable
 
 pytestmark = pytest.mark.postgres
 
@@ -15,3 +33,232 @@ class TestPostgresStore(MemoryStoreConformance):
 
     def make_store(self, clock: FakeClock) -> PostgresMemoryStore:
         return PostgresMemoryStore(self.url, clock=clock)
+
+
+def _sql(url: str, statement: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(statement.encode(), params)
+        return cur.fetchall() if cur.description is not None else []
+
+
+# --- the migration ladder -----------------------------------------------------------
+
+PROBE = "ALTER TABLE memory_records ADD COLUMN ladder_probe integer"
+
+
+class _NewerCode(PostgresMemoryStore):
+    """This code with one more migration than the released ladder."""
+
+    def _migrate(self, migrations: Any = (*MIGRATIONS, PROBE)) -> None:
+        super()._migrate(migrations)
+
+
+def test_open_store_creates_the_schema(fresh_postgres_database: str) -> None:
+    with open_store(fresh_postgres_database) as store:
+        assert isinstance(store, PostgresMemoryStore)
+        assert store.schema_version() == SCHEMA_VERSION
+    with open_store(fresh_postgres_database) as again:  # reopening is a no-op
+        assert again.schema_version() == SCHEMA_VERSION
+
+
+def test_older_schema_migrates_in_place(fresh_postgres_database: str) -> None:
+    with PostgresMemoryStore(fresh_postgres_database) as old:
+        kept = old.write([rec("written by the older release")])[0]
+    with _NewerCode(fresh_postgres_database) as new:
+        assert new.schema_version() == SCHEMA_VERSION + 1
+        assert new.get(kept.id) == kept
+    assert _sql(fresh_postgres_database, "SELECT count(ladder_probe) FROM memory_records") == [(0,)]
+
+
+def test_newer_schema_is_refused_and_left_untouched(fresh_postgres_database: str) -> None:
+    with _NewerCode(fresh_postgres_database) as new:
+        new.write([rec("from the future")])
+    with pytest.raises(SchemaVersionError) as info:
+        PostgresMemoryStore(fresh_postgres_database)
+    assert (info.value.found, info.value.supported) == (SCHEMA_VERSION + 1, SCHEMA_VERSION)
+    assert "Upgrade memory_admin" in info.value.message
+    assert _sql(fresh_postgres_database, "SELECT version FROM memory_schema") == [(SCHEMA_VERSION + 1,)]
+    assert _sql(fresh_postgres_database, "SELECT content FROM memory_records") == [("from the future",)]
+
+
+@pytest.mark.parametrize("code", [PostgresMemoryStore, _NewerCode], ids=["fresh-database", "one-step-behind"])
+def test_processes_starting_together_migrate_once(fresh_postgres_database: str, code: type) -> None:
+    if code is _NewerCode:
+        PostgresMemoryStore(fresh_postgres_database).close()
+    start = threading.Barrier(6)
+    opened: list[Any] = []
+    failures: list[BaseException] = []
+
+    def open_one() -> None:
+        start.wait()
+        try:
+            opened.append(code(fresh_postgres_database, min_size=1, max_size=1))
+        except BaseException as exc:  # surfaced below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for store in opened:
+        store.close()
+    assert failures == []
+    expected = SCHEMA_VERSION + (1 if code is _NewerCode else 0)
+    assert _sql(fresh_postgres_database, "SELECT version FROM memory_schema") == [(expected,)]
+
+
+# --- concurrency across processes ---------------------------------------------------
+
+SLOTS = ("seat", "drink", "name")
+
+
+def _contend(url: str, worker: int, rounds: int, start: Any, results: Any) -> None:
+    """One writer process: key upserts, explicit supersedes of a shared chain head, and
+    two-scope batches whose scope order differs between workers."""
+    written = conflicts = 0
+    failures: list[str] = []
+    store: PostgresMemoryStore | None = None
+    try:
+        store = PostgresMemoryStore(url, min_size=1, max_size=1, persist_events=False)
+        start.wait(timeout=120)
+        for i in range(rounds):
+            store.write([rec(f"w{worker} r{i}", kind="profile", key=SLOTS[(worker + i) % len(SLOTS)])])
+            written += 1
+            pair = [rec(f"w{worker} r{i} u1", U1, kind="preference", key="pair"), rec("u2", U2, key="pair")]
+            store.write(pair if worker % 2 else pair[::-1])
+            written += 2
+            head = store.search({"scope": U1, "kinds": ["fact"], "keys": ["head"], "limit": 1})
+            try:
+                store.write([rec(f"w{worker} r{i} head", key="head", supersedes=head[0].record.id if head else None)])
+                written += 1
+            except MemoryConflictError:
+                conflicts += 1  # another process superseded that head first: nothing written
+    except Exception as exc:  # reported to the parent, which fails the test
+        failures.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        if store is not None:
+            store.close()
+        results.put({"written": written, "conflicts": conflicts, "failures": failures})
+
+
+def test_processes_writing_and_superseding_at_once(postgres_url: str) -> None:
+    workers, rounds = 4, 25
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(workers)
+    results = context.Queue()
+    processes = [
+        context.Process(target=_contend, args=(postgres_url, n, rounds, start, results)) for n in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    reports = [results.get(timeout=180) for _ in processes]
+    for process in processes:
+        process.join(timeout=60)
+    assert [failure for report in reports for failure in report["failures"]] == []
+    assert sum(report["conflicts"] for report in reports) > 0, "the explicit supersedes really raced"
+
+    with PostgresMemoryStore(postgres_url) as store:
+        stored = list(store.iter_records(_everything(), page_size=1000))
+        assert len(stored) == sum(report["written"] for report in reports), "no write was lost"
+        live = Counter(
+            (tuple(sorted(r.scope.items())), r.kind, r.key) for r in stored if r.key and r.invalid_at is None
+        )
+        assert len(live) == len(SLOTS) + 3 and set(live.values()) == {1}, "one live record per key slot"
+        by_id = {r.id: r for r in stored}
+        successors = [r.superseded_by for r in stored if r.superseded_by]
+        assert len(successors) == len(set(successors)), "no record has two successors"
+        assert Counter(r.supersedes for r in stored if r.supersedes).most_common(1)[0][1] == 1
+        for record in stored:
+            if record.supersedes:
+                assert by_id[record.supersedes].superseded_by == record.id, "links agree both ways"
+        for holder in (r for r in stored if r.key and r.invalid_at is None):
+            chain = store.chain(holder.id)
+            same_slot = [r for r in stored if (r.scope, r.kind, r.key) == (holder.scope, holder.kind, holder.key)]
+            assert len(chain) == len(same_slot), "each slot is one linear chain"
+
+
+def _everything() -> Any:
+    from memory_admin.store.protocol import RecordListQuery
+
+    return RecordListQuery(search={"scope": ACME, "include_invalidated": True}, include_expired=True)
+
+
+# --- what only this backend can get wrong -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("provenance", "{}"), ("tags", "not json"), ("content", " "), ("kind", "belief")],
+    ids=["untraceable-provenance", "broken-json", "blank-content", "unknown-kind"],
+)
+def test_a_corrupt_row_raises_on_every_read(postgres_url: str, column: str, value: str) -> None:
+    with PostgresMemoryStore(postgres_url) as store:
+        store.write([rec("fine")])
+        bad = store.write([rec("will break")])[0]
+        _sql(postgres_url, f"UPDATE memory_records SET {column} = %s WHERE id = %s", [value, bad.id])
+        with pytest.raises(MemoryCorruptionError) as info:
+            store.get(bad.id)
+        assert info.value.record_id == bad.id and info.value.raw[column] == value
+        with pytest.raises(MemoryCorruptionError):
+            store.search({"scope": U1})
+        with pytest.raises(MemoryCorruptionError):
+            store.search({"scope": U1, "query": "will fine"})
+        with pytest.raises(MemoryCorruptionError):
+            asyncio.run(store.aget(bad.id))
+
+
+def test_user_text_cannot_spell_a_hidden_lexeme(postgres_url: str) -> None:
+    with PostgresMemoryStore(postgres_url) as store:
+        store.write([rec("plain note", {**U1, "agent": "planner"}, kind="episode")])
+        for text in ("ag", ":ag", "kepisode", pair_token("tenant", "acme"), f":{pair_token('user', 'u1')}"):
+            assert store.search({"scope": U1, "query": text}) == []
+        assert len(store.search({"scope": U1, "query": "note"})) == 1
+
+
+def test_tokens_beyond_the_lexeme_limit_match_exactly(postgres_url: str) -> None:
+    long_word = "x" * 2500
+    near_miss = "x" * 2499 + "y"
+    with PostgresMemoryStore(postgres_url) as store:
+        store.write([rec(f"starts {long_word} ends")])
+        assert len(store.search({"scope": U1, "query": long_word})) == 1
+        assert store.search({"scope": U1, "query": near_miss}) == []
+
+
+def test_database_errors_become_typed_errors(postgres_url: str) -> None:
+    with PostgresMemoryStore(postgres_url) as store:
+        record = store.write([rec("x")])[0]
+        with pytest.raises(MemoryValidationError):
+            store.invalidate(record.id, "a nul \x00 byte")  # PostgreSQL text cannot hold NUL
+        assert store.get(record.id).invalid_at is None
+        _sql(postgres_url, "DROP TABLE memory_events")
+        with pytest.raises(MemoryStoreError, match="reopen the store"):
+            store.query_events({})
+    PostgresMemoryStore(postgres_url).close()  # reopening recreates nothing it needs? it must not crash
+
+
+def test_unreachable_server_is_a_store_error_without_credentials() -> None:
+    url = "postgresql://someone:s3cret@/nowhere?host=/nonexistent-socket-dir&port=1"
+    with pytest.raises(MemoryStoreError) as info:
+        PostgresMemoryStore(url, connect_timeout=1)
+    assert not isinstance(info.value, psycopg.Error)
+    assert "s3cret" not in str(info.value) and "someone" not in str(info.value)
+
+
+def test_async_twins_work_across_event_loops(postgres_url: str) -> None:
+    store = PostgresMemoryStore(postgres_url)
+    first = asyncio.run(store.awrite([rec("from loop one")]))[0]
+    assert asyncio.run(store.aget(first.id)) == first  # a second loop gets its own pool
+    assert [h.record.id for h in asyncio.run(store.asearch({"scope": U1, "query": "loop"}))] == [first.id]
+    store.close()
+    with pytest.raises(MemoryStoreError, match="closed"):
+        store.get(first.id)
+
+
+def test_missing_binaries_skip_locally_and_fail_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(REQUIRE_ALL_ENV, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="initdb"):
+        _unavailable("initdb was not found")
+    monkeypatch.setenv(REQUIRE_ALL_ENV, "1")
+    with pytest.raises(pytest.fail.Exception, match="a skip here is a failure"):
+        _unavailable("initdb was not found")
