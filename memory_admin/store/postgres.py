@@ -12,7 +12,8 @@ Each record also carries hidden lexemes — one per scope pair, one for its whol
 its kind, an agent marker — that start with ``:``, which no token can, so user text can
 never spell them. A user-scoped search is one GIN expression, ``pairs & (t1 | t2 …)``,
 that never visits another scope's matches. Ranking is BM25 computed in SQL over the
-matches, with collection statistics of the searched scopes (counters kept by triggers).
+matches, with collection statistics of the searched scopes (counters kept by triggers)
+and a token's presence standing for its frequency.
 
 Writers lock the rows of every scope they write, in one order, before planning: two
 writers of one scope serialise, so two key upserts cannot leave two live records and a
@@ -631,7 +632,11 @@ def ranked_op(plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
     scope_where, scope_params = _scope_condition(plan)
     filters, params = _record_filters(plan)
     offset = (plan.cursor.offset or 0) if plan.cursor is not None else 0
-    # BM25 over the matches, with the searched scopes as the collection. Scores are
+    lexemes = [lexeme(token) for token in plan.tokens]
+    # BM25 over the matches, with the searched scopes as the collection and a token's
+    # frequency in a record counted as presence: a record holds one fact, so words
+    # rarely repeat, and testing presence is a lookup where counting means unpacking
+    # every matched tsvector (2.7 times slower on a tenant-wide search). Scores are
     # rounded so float noise never overrides the recency tiebreak.
     sql = f"""
         WITH stats AS (
@@ -644,21 +649,20 @@ def ranked_op(plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
             SELECT r.seq, r.created_at, r.n_tokens, r.tsv FROM memory_records r
             WHERE r.tsv @@ %s::tsquery AND {filters}
         ),
-        freq AS (
-            SELECT m.seq, u.lexeme, cardinality(u.positions)::float8 AS tf
-            FROM matched m CROSS JOIN LATERAL unnest(m.tsv) AS u
-            WHERE u.lexeme = ANY(%s::text[])
+        hit AS MATERIALIZED (
+            SELECT m.seq, q.lexeme FROM matched m
+            JOIN unnest(%s::text[], %s::tsquery[]) AS q(lexeme, probe) ON m.tsv @@ q.probe
         ),
         weight AS (
-            SELECT f.lexeme, greatest(ln((stats.n - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
-            FROM freq f CROSS JOIN stats GROUP BY f.lexeme, stats.n
+            SELECT h.lexeme, greatest(ln((stats.n - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
+            FROM hit h CROSS JOIN stats GROUP BY h.lexeme, stats.n
         ),
         scored AS (
             SELECT m.seq, m.created_at,
-                   round(sum(w.idf * f.tf * {_K1 + 1} / (f.tf + {_K1} * ({1 - _B} + {_B} * m.n_tokens / stats.avgdl)))
+                   round((sum(w.idf) * {_K1 + 1} / (1 + {_K1} * ({1 - _B} + {_B} * m.n_tokens / stats.avgdl)))
                          ::numeric, 9) AS score
-            FROM freq f JOIN weight w USING (lexeme) JOIN matched m USING (seq) CROSS JOIN stats
-            GROUP BY m.seq, m.created_at
+            FROM hit h JOIN weight w USING (lexeme) JOIN matched m USING (seq) CROSS JOIN stats
+            GROUP BY m.seq, m.created_at, m.n_tokens, stats.avgdl
         ),
         page AS (
             SELECT seq, score, created_at FROM scored
@@ -674,7 +678,8 @@ def ranked_op(plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
             *scope_params,
             match_tsquery(plan),
             *params,
-            [lexeme(token) for token in plan.tokens],
+            lexemes,
+            [_quote(lex) for lex in lexemes],
             plan.limit + 1,
             offset,
         ],
