@@ -57,7 +57,10 @@ def explain(url: str, sql: str, params: list[Any]) -> str:
 def percentiles(samples: list[float]) -> str:
     ordered = sorted(samples)
     pick = {p: ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))] for p in (50, 95, 99)}
-    return " ".join(f"p{p}={v:.2f}ms" for p, v in pick.items()) + f" (n={len(ordered)}, mean={statistics.mean(ordered):.2f})"
+    return (
+        " ".join(f"p{p}={v:.2f}ms" for p, v in pick.items())
+        + f" (n={len(ordered)}, mean={statistics.mean(ordered):.2f})"
+    )
 
 
 def main() -> None:
@@ -94,6 +97,8 @@ def main() -> None:
                 [match_tsquery(plan)],
             )
         )
+        print(f"\n=== {label}-scoped: what the query's words alone match in the whole database ===")
+        print(explain(args.url, "SELECT count(*) FROM memory_records r WHERE r.tsv @@ %s::tsquery", [tokens_only]))
         print(f"\n=== {label}-scoped baseline: text match first, scope filtered after ===")
         print(
             explain(
@@ -113,7 +118,11 @@ def main() -> None:
             samples = []
             for _ in range(300 if label == "user" else 60):
                 tenant = f"t{rng.randrange(args.tenants)}"
-                scope = {"tenant": tenant, "user": f"u{rng.randrange(args.users)}"} if label == "user" else {"tenant": tenant}
+                scope = (
+                    {"tenant": tenant, "user": f"u{rng.randrange(args.users)}"}
+                    if label == "user"
+                    else {"tenant": tenant}
+                )
                 query: dict[str, Any] = {"scope": scope, "limit": 10}
                 if ranked:
                     query["query"] = " ".join(rng.choice(WORDS[:200]) for _ in range(4)) + " dana flight"

@@ -897,7 +897,9 @@ class PostgresMemoryStore(BaseMemoryStore):
             )
         if isinstance(exc, pg_errors.UndefinedTable):
             return MemoryStoreError(
-                f"The memory tables are missing from {where}; reopen the store to recreate them.", location=where
+                f"A memory table is missing from {where} ({exc}). Restore it from a backup; to start "
+                "empty instead, drop the memory_* tables and functions and open the store again.",
+                location=where,
             )
         if isinstance(exc, psycopg.OperationalError):
             return MemoryStoreError(f"{where} is unreachable: {exc}", location=where)
