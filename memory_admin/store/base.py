@@ -54,6 +54,7 @@ from memory_admin.scope import Scope, canonical_scope, scope_json
 from memory_admin.store.ids import IdFactory
 from memory_admin.store.protocol import (
     ChainLink,
+    CorruptionScan,
     ErasureReport,
     MemoryStoreCapabilities,
     RecordListQuery,
@@ -154,6 +155,7 @@ class WriteTransaction(BatchReader, Protocol):
     def invalidate(self, change: Invalidation) -> None: ...
     def delete(self, record_id: str) -> bool: ...
     def erase(self, scope: Scope, now: datetime, *, dry_run: bool) -> ErasureReport: ...
+    def expired_ids(self, scope: Scope, now: datetime) -> list[str]: ...
 
 
 @dataclass
@@ -695,6 +697,28 @@ class BaseMemoryStore(ABC):
             include_expired=True,
         )
         return self._count_records(plan)
+
+    def sweep_expired(self, scope: Mapping[str, str]) -> int:
+        canonical = canonical_scope(scope)
+        with self._transaction() as tx:
+            doomed = tx.expired_ids(canonical, self._clock())
+            for record_id in doomed:
+                tx.delete(record_id)
+        if doomed:
+            self._after_forget()
+        return len(doomed)
+
+    def find_corrupt(
+        self, scope: Mapping[str, str] | None = None, *, limit: int = 100, max_rows: int | None = None
+    ) -> CorruptionScan:
+        if limit < 1 or (max_rows is not None and max_rows < 1):
+            raise MemoryValidationError(
+                "limit and max_rows are positive.", [{"loc": "limit", "msg": "must be at least 1"}]
+            )
+        return self._find_corrupt(canonical_scope(scope) if scope is not None else None, limit, max_rows)
+
+    def _find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> CorruptionScan:
+        raise CapabilityError(self.backend_name, ["admin.find_corrupt"])
 
     def chain(self, record_id: str) -> list[ChainLink]:
         start = self.get(record_id)

@@ -29,6 +29,7 @@ from memory_admin.store.base import (
     now_us,
 )
 from memory_admin.store.protocol import (
+    CorruptionScan,
     ErasureReport,
     MemoryStoreCapabilities,
     ScopeCounts,
@@ -167,6 +168,13 @@ class _Transaction:
             at=now,
         )
 
+    def expired_ids(self, scope: Scope, now: datetime) -> list[str]:
+        return [
+            row.record.id
+            for row in self._store._state.rows.values()
+            if row.record.is_expired(now) and is_subset_match(row.record.scope, scope)
+        ]
+
     def commit(self) -> None:
         state = self._store._state
         for scope in self._erased_scopes:
@@ -290,6 +298,13 @@ class InMemoryMemoryStore(BaseMemoryStore):
                 last = page_rows[-1]
                 return hits, Cursor(created_us=now_us(last.record.created_at), seq=last.seq)
             return hits, None
+
+    def _find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> CorruptionScan:
+        # records are validated models here: nothing can rot underneath them
+        with self._lock:
+            rows = [r for r in self._state.rows.values() if scope is None or is_subset_match(r.record.scope, scope)]
+        checked = len(rows) if max_rows is None else min(len(rows), max_rows)
+        return CorruptionScan(checked=checked, corrupt=[], complete=checked == len(rows))
 
     def _scope_facets(self, scope: Scope | None, values_per_key: int) -> list[ScopeFacet]:
         with self._lock:

@@ -227,6 +227,20 @@ class ChainLink(_Frozen):
     record: MemoryRecord | None
 
 
+class CorruptRecord(_Frozen):
+    """A stored row that no longer validates: its id, what is wrong, and the raw row."""
+
+    id: str
+    detail: str
+    raw: dict[str, Any]
+
+
+class CorruptionScan(_Frozen):
+    checked: int
+    corrupt: list[CorruptRecord]
+    complete: bool
+
+
 @runtime_checkable
 class AdminMemoryStore(MemoryStore, Protocol):
     """Listing, facets and chains for curation tools (``capabilities().admin``)."""
@@ -248,6 +262,19 @@ class AdminMemoryStore(MemoryStore, Protocol):
 
     def chain(self, record_id: str) -> list[ChainLink]:
         """The record's invalidation chain, oldest first, tombstones included."""
+        ...
+
+    def sweep_expired(self, scope: Mapping[str, str]) -> int:
+        """Delete (truly, as :meth:`delete` does) every expired record under ``scope``;
+        returns how many went. Expired records never appear in search, so this only
+        reclaims what nobody could recall any more."""
+        ...
+
+    def find_corrupt(
+        self, scope: Mapping[str, str] | None = None, *, limit: int = 100, max_rows: int | None = None
+    ) -> CorruptionScan:
+        """Rows under ``scope`` (all when ``None``) that no longer validate, up to
+        ``limit``, checking at most ``max_rows`` rows."""
         ...
 
 

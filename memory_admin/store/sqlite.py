@@ -31,7 +31,13 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, NoReturn
 
-from memory_admin.errors import MemoryBusyError, MemoryStoreError, MemoryValidationError, SchemaVersionError
+from memory_admin.errors import (
+    MemoryBusyError,
+    MemoryCorruptionError,
+    MemoryStoreError,
+    MemoryValidationError,
+    SchemaVersionError,
+)
 from memory_admin.events import AnyEvent, EventQuery, StoredEvent, parse_event
 from memory_admin.records import KINDS, MemoryHit, MemoryRecord
 from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, scope_json
@@ -58,7 +64,14 @@ from memory_admin.store.base import (
 )
 from memory_admin.store.ids import from_value, ulid_value
 from memory_admin.store.memory import facets_from_counts
-from memory_admin.store.protocol import ErasureReport, MemoryStoreCapabilities, ScopeCounts, ScopeFacet
+from memory_admin.store.protocol import (
+    CorruptionScan,
+    CorruptRecord,
+    ErasureReport,
+    MemoryStoreCapabilities,
+    ScopeCounts,
+    ScopeFacet,
+)
 from memory_admin.tokenize import tokenize
 
 # --- schema ----------------------------------------------------------------------------
@@ -430,8 +443,19 @@ class _Transaction:
             return False
         self.conn.execute("DELETE FROM memory_records WHERE id = ?", (key,))
         self._drop_empty_scopes([row[0]])
-        self._scrub_index()
+        self.forgot = True
         return True
+
+    def expired_ids(self, scope: Scope, now: datetime) -> list[str]:
+        ids = _json_list(sid for sid, _ in self.store._subset_scopes(self.conn, scope, agent=None))
+        return [
+            _id_text(row[0])
+            for row in self.conn.execute(
+                "SELECT id FROM memory_records INDEXED BY memory_records_expiring "
+                "WHERE scope_id IN (SELECT value FROM json_each(?)) AND expires_at IS NOT NULL AND expires_at <= ?",
+                (ids, _to_db_time(now)),
+            )
+        ]
 
     def erase(self, scope: Scope, now: datetime, *, dry_run: bool) -> ErasureReport:
         scope_rows = self.store._subset_scopes(self.conn, scope, agent=None)
@@ -465,7 +489,7 @@ class _Transaction:
             self.conn.execute(
                 "DELETE FROM memory_scope_kinds WHERE scope_id IN (SELECT value FROM json_each(?))", (ids,)
             )
-            self._scrub_index()
+            self.forgot = True
         return ErasureReport(
             scope=scope,
             dry_run=dry_run,
@@ -477,11 +501,11 @@ class _Transaction:
             at=now,
         )
 
-    def _scrub_index(self) -> None:
-        # FTS5 (before 3.42's secure-delete) keeps a deleted row's tokens in older index
-        # segments until they are merged; merging everything leaves none behind.
+    def scrub_index(self) -> None:
+        """Merge the full-text index. FTS5 (before 3.42's secure-delete) keeps a deleted
+        row's words in older index segments until they are merged; merging everything
+        leaves none behind. Run once per forgetting transaction, before it commits."""
         self.conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
-        self.forgot = True
 
 
 class TermStatistics:
@@ -656,6 +680,8 @@ class SqliteMemoryStore(BaseMemoryStore):
             tx = _Transaction(conn, self)
             try:
                 yield tx
+                if tx.forgot:
+                    tx.scrub_index()
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 conn.rollback()
@@ -715,8 +741,36 @@ class SqliteMemoryStore(BaseMemoryStore):
     def optimize(self) -> None:
         """Merge the full-text index into one segment (every query opens each segment)."""
         with self._transaction() as tx:
-            tx.conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+            tx.scrub_index()
         self._after_forget()
+
+    def _find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> CorruptionScan:
+        corrupt: list[CorruptRecord] = []
+        checked = 0
+        last = 0
+        with self._read() as conn:
+            where = ""
+            params: list[Any] = []
+            if scope is not None:
+                where = " AND r.scope_id IN (SELECT value FROM json_each(?))"
+                params.append(_json_list(sid for sid, _ in self._subset_scopes(conn, scope, None)))
+            while len(corrupt) < limit and (max_rows is None or checked < max_rows):
+                chunk = 1000 if max_rows is None else min(1000, max_rows - checked)
+                rows = _record_rows(
+                    conn,
+                    _RECORD_SELECT + _RECORD_FROM + f" WHERE r.rid > ?{where} ORDER BY r.rid LIMIT ?",
+                    [last, *params, chunk],
+                )
+                for row in rows:
+                    try:
+                        record_from_row(row, _from_db_time)
+                    except MemoryCorruptionError as exc:
+                        corrupt.append(CorruptRecord(id=exc.record_id, detail=exc.extras["detail"], raw=exc.raw))
+                checked += len(rows)
+                if len(rows) < chunk:
+                    return CorruptionScan(checked=checked, corrupt=corrupt[:limit], complete=True)
+                last = int(rows[-1]["rid"])
+        return CorruptionScan(checked=checked, corrupt=corrupt[:limit], complete=False)
 
     def _after_forget(self) -> None:
         """Checkpoint and truncate the WAL so no frame keeps forgotten content."""
