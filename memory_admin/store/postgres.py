@@ -1015,6 +1015,14 @@ class PostgresMemoryStore(BaseMemoryStore):
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", [_MIGRATION_LOCK])
 
+    def optimize(self) -> None:
+        """``VACUUM (ANALYZE)`` the store's tables: fresh planner statistics after a bulk
+        load, the full-text index's pending entries merged, dead row versions pruned."""
+        self._check_open()
+        with self._errors(), self._pool.connection() as conn:
+            # VACUUM cannot run in a transaction; pooled connections are in autocommit
+            conn.execute("VACUUM (ANALYZE) memory_records, memory_scopes, memory_events")
+
     def capabilities(self) -> MemoryStoreCapabilities:
         return MemoryStoreCapabilities(
             backend=self.backend_name,

@@ -244,6 +244,14 @@ def test_unreachable_server_is_a_store_error_without_credentials() -> None:
     assert "s3cret" not in str(info.value) and "someone" not in str(info.value)
 
 
+def test_optimize_refreshes_planner_statistics(postgres_url: str) -> None:
+    with PostgresMemoryStore(postgres_url) as store:
+        store.write([rec(f"note {n}") for n in range(50)])
+        store.optimize()
+        assert _sql(postgres_url, "SELECT reltuples FROM pg_class WHERE relname = 'memory_records'") == [(50.0,)]
+        assert len(store.search({"scope": U1, "query": "note", "limit": 100})) == 50
+
+
 def test_async_twins_work_across_event_loops(postgres_url: str) -> None:
     store = PostgresMemoryStore(postgres_url)
     first = asyncio.run(store.awrite([rec("from loop one")]))[0]
