@@ -47,6 +47,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from memory_admin.errors import (
     MemoryBusyError,
     MemoryConflictError,
+    MemoryCorruptionError,
     MemoryStoreError,
     MemoryValidationError,
     SchemaVersionError,
@@ -69,6 +70,8 @@ from memory_admin.store.base import (
 )
 from memory_admin.store.memory import build_facets
 from memory_admin.store.protocol import (
+    CorruptionScan,
+    CorruptRecord,
     ErasureReport,
     MemoryStoreCapabilities,
     ScopeCounts,
@@ -427,6 +430,45 @@ def delete_op(record_id: str) -> Op[bool]:
     return bool(gone)
 
 
+def expired_ids_op(scope: Scope, now: datetime) -> Op[list[str]]:
+    """The expired records under a scope, their scopes locked first (in scope order, as
+    every writer locks them) since deleting each one takes its scope's lock."""
+    scope_rows = yield Statement(
+        "SELECT scope_id FROM memory_scopes WHERE lexemes @> %s::text[] ORDER BY scope FOR UPDATE",
+        [[pair_lexeme(key, value) for key, value in scope.items()]],
+    )
+    rows = yield Statement(
+        "SELECT id FROM memory_records WHERE scope_id = ANY(%s) AND expires_at <= %s ORDER BY id",
+        [[row["scope_id"] for row in scope_rows], now],
+    )
+    return [row["id"] for row in rows]
+
+
+def find_corrupt_op(scope: Scope | None, limit: int, max_rows: int | None) -> Op[CorruptionScan]:
+    where, params = "", []
+    if scope is not None:
+        where = " AND r.scope_id IN (SELECT sc.scope_id FROM memory_scopes sc WHERE sc.lexemes @> %s::text[])"
+        params = [[pair_lexeme(key, value) for key, value in scope.items()]]
+    corrupt: list[CorruptRecord] = []
+    checked = last = 0
+    while len(corrupt) < limit and (max_rows is None or checked < max_rows):
+        chunk = 1000 if max_rows is None else min(1000, max_rows - checked)
+        rows = yield Statement(
+            _RECORD_SELECT + _RECORD_FROM + f" WHERE r.seq > %s{where} ORDER BY r.seq LIMIT %s",
+            [last, *params, chunk],
+        )
+        for row in rows:
+            try:
+                _record(row)
+            except MemoryCorruptionError as exc:
+                corrupt.append(CorruptRecord(id=exc.record_id, detail=exc.extras["detail"], raw=exc.raw))
+        checked += len(rows)
+        if len(rows) < chunk:
+            return CorruptionScan(checked=checked, corrupt=corrupt[:limit], complete=True)
+        last = int(rows[-1]["seq"])
+    return CorruptionScan(checked=checked, corrupt=corrupt[:limit], complete=False)
+
+
 def _events_under(scope: Scope) -> tuple[str, list[Any]]:
     # jsonb containment is exactly subset match: user=u1 never contains user=u10
     return "tenant = %s AND scope @> %s::jsonb", [scope[TENANT_KEY], scope_json(scope)]
@@ -773,6 +815,9 @@ class _Transaction:
     def erase(self, scope: Scope, now: datetime, *, dry_run: bool) -> ErasureReport:
         return _drive(self._conn, erase_op(scope, now, dry_run=dry_run))
 
+    def expired_ids(self, scope: Scope, now: datetime) -> list[str]:
+        return _drive(self._conn, expired_ids_op(scope, now))
+
 
 # --- the store ------------------------------------------------------------------------
 
@@ -910,7 +955,8 @@ class PostgresMemoryStore(BaseMemoryStore):
             raise MemoryStoreError("This store is closed.")
 
     def _read(self, op: Op[T]) -> T:
-        """Run a read op. Read ops issue one statement, so autocommit gives one snapshot."""
+        """Run a read op in autocommit: a one-statement op sees one snapshot (only the
+        corruption scan, which pages, issues more)."""
         self._check_open()
         with self._errors(), self._pool.connection() as conn:
             return _drive(conn, op)
@@ -1086,6 +1132,9 @@ class PostgresMemoryStore(BaseMemoryStore):
 
     def _count_records(self, plan: SearchPlan) -> ScopeCounts:
         return self._read(count_op(plan))
+
+    def _find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> CorruptionScan:
+        return self._read(find_corrupt_op(scope, limit, max_rows))
 
     def _append_event(self, event: AnyEvent) -> StoredEvent:
         return self._in_transaction(append_event_op(event))

@@ -4,6 +4,7 @@ import asyncio
 import multiprocessing
 import threading
 from collections import Counter
+from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -206,6 +207,23 @@ def test_a_corrupt_row_raises_on_every_read(postgres_url: str, column: str, valu
             store.search({"scope": U1, "query": "will fine"})
         with pytest.raises(MemoryCorruptionError):
             asyncio.run(store.aget(bad.id))
+
+
+def test_find_corrupt_and_sweep_expired(postgres_url: str) -> None:
+    clock = FakeClock()
+    with PostgresMemoryStore(postgres_url, clock=clock) as store:
+        soon = (clock.peek() + timedelta(seconds=1)).isoformat()
+        store.write([rec(f"fine {n}") for n in range(5)])
+        gone, kept = store.write([rec("brief", expires_at=soon), rec("elsewhere", U2, expires_at=soon)])
+        bad = store.write([rec("will break", U2)])[0]
+        _sql(postgres_url, "UPDATE memory_records SET provenance = '{}' WHERE id = %s", [bad.id])
+        scan = store.find_corrupt()
+        assert (scan.checked, scan.complete, [c.id for c in scan.corrupt]) == (8, True, [bad.id])
+        assert store.find_corrupt(U1).corrupt == [] and store.find_corrupt(U1).checked == 6
+        assert store.find_corrupt(max_rows=3).complete is False
+        clock.advance(seconds=5)
+        assert store.sweep_expired(U1) == 1
+        assert store.get(gone.id) is None and store.get(kept.id) is not None
 
 
 def test_user_text_cannot_spell_a_hidden_lexeme(postgres_url: str) -> None:
