@@ -659,6 +659,24 @@ class MemoryStoreConformance(ABC):
         with pytest.raises(MemoryNotFoundError):
             store.chain("mem_UNKNOWN")
 
+    def test_sweep_expired_stops_exactly_at_the_scope(self, store: Any, raw_store: Any, clock: FakeClock) -> None:
+        self._needs(store, admin=True)
+        soon = (clock.peek() + timedelta(seconds=1)).isoformat()
+        brief, lasting, *elsewhere = store.write(
+            [
+                rec("brief", expires_at=soon),
+                rec("lasting"),
+                rec("u10 brief", U10, expires_at=soon),
+                rec("other tenant brief", OTHER, expires_at=soon),
+            ]
+        )
+        assert raw_store.sweep_expired(U1) == 0, "nothing has expired yet"
+        clock.advance(seconds=5)
+        assert raw_store.sweep_expired(U1) == 1
+        assert store.get(brief.id) is None and store.get(lasting.id) is not None
+        assert all(store.get(record.id) is not None for record in elsewhere)
+        assert raw_store.sweep_expired(U1) == 0
+
     def test_import_records_round_trips_verbatim(self, store: Any, raw_store: Any, clock: FakeClock) -> None:
         self._needs(store, admin=True)
         v1 = store.write([rec("v1 tea", kind="preference", key="drink")])[0]
