@@ -540,8 +540,10 @@ async def aassemble_recall(
     except StopIteration as done:
         found: _Candidates = done.value
     result = _finish(plan, found, show_ids=show_ids, now=now or utc_now(), started=started, preview_run=preview_run)
-    # the event log is a blocking write; keep it off the event loop
-    await asyncio.to_thread(_deliver, store, result.event, sink)
+    if sink is not None:
+        deliver([sink], result.event)  # a sink runs on the caller's thread, as in the sync twin
+    elif isinstance(store, EventLogStore):
+        await asyncio.to_thread(store.emit, result.event)  # the event log is a blocking write
     return result
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -425,3 +426,10 @@ def test_async_twin_emits_to_the_store(store: BaseMemoryStore) -> None:
     store.write([rec("seat note")])
     asyncio.run(aassemble_recall(store, DANA, "seat"))
     assert len(store.query_events({"types": ["agent.memory.recall"]})) == 1
+
+
+def test_async_twin_calls_a_given_sink_on_the_callers_thread(store: BaseMemoryStore) -> None:
+    store.write([rec("seat note")])
+    threads: list[int] = []
+    asyncio.run(aassemble_recall(store, DANA, "seat", sink=lambda event: threads.append(threading.get_ident())))
+    assert threads == [threading.get_ident()]
