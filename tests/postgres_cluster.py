@@ -31,6 +31,7 @@ REQUIRE_ALL_ENV = "MEMORY_ADMIN_REQUIRE_ALL"
 BIN_ENV = "MEMORY_ADMIN_PG_BIN"
 OS_USER = "postgres"
 STORE_TABLES = ("memory_records", "memory_scopes", "memory_events")
+FIXTURE_PREFIX = "memory-admin-pg-test-"  # + the pytest pid: its cluster is reaped once that process is gone
 
 
 def _unavailable(reason: str) -> NoReturn:
@@ -132,21 +133,50 @@ class PostgresCluster:
         self.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def start_cluster() -> PostgresCluster:
-    """Start a cluster (the fixtures' engine; also handy from a shell for measurements)."""
+def _server_user() -> str | None:
+    """Who runs the server: the ``postgres`` OS user under root (initdb refuses root)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pwd.getpwnam(OS_USER)
+    except KeyError:
+        _unavailable(f"running as root, and there is no {OS_USER!r} OS user to run the server as")
+    if shutil.which("runuser") is None:
+        _unavailable("running as root, and runuser is missing")
+    return OS_USER
+
+
+def _reap_orphans(bin_dir: Path, as_user: str | None) -> None:
+    """Stop clusters left behind by test sessions that died without stopping them (a
+    killed pytest never runs its teardown; pg_ctl's server outlives it)."""
+    for root in Path(tempfile.gettempdir()).glob(f"{FIXTURE_PREFIX}*-*"):
+        owner = root.name[len(FIXTURE_PREFIX) :].split("-")[0]
+        if not owner.isdigit() or _alive(int(owner)):
+            continue
+        PostgresCluster(bin_dir, root, root / "sock", 0, as_user).stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def start_cluster(*, owner_pid: int | None = None) -> PostgresCluster:
+    """Start a cluster (the fixtures' engine; also handy from a shell for measurements).
+    With ``owner_pid``, a later test session stops it once that process is gone."""
     bin_dir = find_bin_dir()
     if bin_dir is None:
         _unavailable("initdb and pg_ctl were not found")
-    as_user: str | None = None
-    if os.geteuid() == 0:
-        try:
-            pwd.getpwnam(OS_USER)
-        except KeyError:
-            _unavailable(f"running as root, and there is no {OS_USER!r} OS user to run the server as")
-        if shutil.which("runuser") is None:
-            _unavailable("running as root, and runuser is missing")
-        as_user = OS_USER
-    root = Path(tempfile.mkdtemp(prefix="memory-admin-pg-"))
+    as_user = _server_user()
+    if owner_pid is not None:
+        _reap_orphans(bin_dir, as_user)
+    prefix = f"{FIXTURE_PREFIX}{owner_pid}-" if owner_pid is not None else "memory-admin-pg-"
+    root = Path(tempfile.mkdtemp(prefix=prefix))
     socket_dir = root / "sock"
     socket_dir.mkdir()
     if as_user is not None:
@@ -166,7 +196,7 @@ def start_cluster() -> PostgresCluster:
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[PostgresCluster]:
     """The session's cluster, stopped and deleted at the end."""
-    cluster = start_cluster()
+    cluster = start_cluster(owner_pid=os.getpid())
     try:
         yield cluster
     finally:

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
+import subprocess
 import threading
 import uuid
 from collections import Counter
@@ -25,7 +27,7 @@ from memory_admin.errors import (
 from memory_admin.store import InMemoryMemoryStore, open_store
 from memory_admin.store._sql import pair_token
 from memory_admin.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresMemoryStore
-from tests.postgres_cluster import REQUIRE_ALL_ENV, _unavailable
+from tests.postgres_cluster import REQUIRE_ALL_ENV, _unavailable, start_cluster
 
 pytestmark = pytest.mark.postgres
 
@@ -309,6 +311,16 @@ def test_async_twins_work_across_event_loops(postgres_url: str) -> None:
     store.close()
     with pytest.raises(MemoryStoreError, match="closed"):
         store.get(first.id)
+
+
+def test_a_dead_sessions_cluster_is_reaped_by_the_next(postgres_cluster: Any) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    orphan = start_cluster(owner_pid=gone.pid)
+    assert orphan.data_dir.exists()
+    start_cluster(owner_pid=os.getpid()).stop()
+    assert not orphan.root.exists(), "the cluster of a dead session was stopped and deleted"
+    assert postgres_cluster.root.exists(), "a live session's cluster is left alone"
 
 
 def test_missing_binaries_skip_locally_and_fail_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
