@@ -184,7 +184,9 @@ def _outcome(call: Any) -> tuple[str, Any]:
         return type(exc).__name__, None
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     content=hostile_text,
     tags=st.lists(hostile_text, max_size=2),
@@ -211,7 +213,9 @@ def test_hostile_writes_succeed_or_raise_typed_errors(
     event(f"write {kind_sqlite}")
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(query=hostile_text)
 def test_hostile_queries_never_raise_raw_errors(fuzz_stores: Any, query: str) -> None:
     sqlite, _ = fuzz_stores
@@ -222,7 +226,9 @@ def test_hostile_queries_never_raise_raw_errors(fuzz_stores: Any, query: str) ->
         assert all(wanted & set(tokenize(h.record.content + " " + " ".join(h.record.tags))) for h in hits)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(contents=st.lists(latin_words, min_size=1, max_size=8), query=latin_words)
 def test_latin_match_sets_agree_with_the_reference_backend(
     tmp_path_factory: Any, contents: list[str], query: str
