@@ -14,6 +14,7 @@ from memory_admin.errors import (
     MemoryValidationError,
     SchemaVersionError,
 )
+from memory_admin.recall import RecallResult, aassemble_recall, assemble_recall
 from memory_admin.records import (
     MemoryHit,
     MemoryRecord,
@@ -31,6 +32,7 @@ from memory_admin.store import (
     require_memory,
 )
 from memory_admin.tokenize import tokenize
+from memory_admin.toolbox import MemoryPolicy, MemoryToolbox, memory_manual
 
 __version__ = "0.1.0"
 
@@ -44,17 +46,23 @@ __all__ = [
     "MemoryLimitError",
     "MemoryNeeds",
     "MemoryNotFoundError",
+    "MemoryPolicy",
     "MemoryRecord",
     "MemoryScopeError",
     "MemorySearchQuery",
     "MemoryStore",
     "MemoryStoreError",
     "MemoryTarget",
+    "MemoryToolbox",
     "MemoryValidationError",
     "MemoryWriteInput",
     "Provenance",
+    "RecallResult",
     "SchemaVersionError",
     "SqliteMemoryStore",
+    "aassemble_recall",
+    "assemble_recall",
+    "memory_manual",
     "open_store",
     "require_memory",
     "tokenize",

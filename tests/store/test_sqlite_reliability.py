@@ -221,7 +221,9 @@ def test_hostile_queries_never_raise_raw_errors(fuzz_stores: Any, query: str) ->
     sqlite, _ = fuzz_stores
     kind, hits = _outcome(lambda: sqlite.search({"scope": {"tenant": "fuzz"}, "query": query, "limit": 50}))
     assert kind in ("ok", "MemoryValidationError")
-    if hits:
+    if hits and all(ord(ch) <= 0x24F for ch in query):
+        # match sets are pinned for Latin text; elsewhere SQLite's unicode61 (Unicode 6.1
+        # tables) and tokenize() may split differently (see docs/storage.md)
         wanted = set(tokenize(query))
         assert all(wanted & set(tokenize(h.record.content + " " + " ".join(h.record.tags))) for h in hits)
 

@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from memory_admin.dashboard.stores import get_store
 from memory_admin.errors import MemoryStoreError
 from memory_admin.store import BaseMemoryStore
+from memory_admin.store.transfer import store_location
 
 
 class Command(BaseCommand):
@@ -36,7 +37,7 @@ class Command(BaseCommand):
                 raise CommandError(f"cannot read {options['path']}: {exc.strerror}") from None
         if written:
             store.optimize()  # a large import leaves the full-text index in many segments
-        target = options["store"] or "the default store"
+        target = store_location(options["store"]) if options["store"] else "the default store"
         self.stdout.write(self.style.SUCCESS(f"Imported {written} records into {target}."))
 
     def _import(self, store: BaseMemoryStore, source: Iterable[str], batch_size: int) -> int:
