@@ -3,8 +3,9 @@
 Three tenants with their users and agents, written over about seven simulated weeks:
 preferences corrected by supersede chains several versions deep, facts invalidated with
 reasons, records that expired, a deleted version that leaves a tombstone in its chain,
-targeted candidates with payloads, a profile tier that overflows its recall slice, and
-recall events over time (via :func:`memory_admin.recall.assemble_recall`).
+targeted candidates with payloads, a profile tier that overflows its recall slice, what
+the health page should find (a near-duplicate, a key held across kinds, a record nobody
+can trace), and recall events over time (via :func:`memory_admin.recall.assemble_recall`).
 
 The store must read time from the :class:`DemoClock` handed to :func:`load_demo`, so
 history gets realistic dates and "expired" records were written with a short expiry
@@ -22,7 +23,7 @@ from memory_admin.recall import assemble_recall
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.store import BaseMemoryStore, RecordListQuery
 
-CORPUS_VERSION = "v1"
+CORPUS_VERSION = "v2"  # v2: the gardening examples the health page finds
 MARKER_SCOPE = {"tenant": "acme"}
 MARKER_KEY = "demo.seed"
 HISTORY = timedelta(days=50)
@@ -134,6 +135,7 @@ def load_demo(store: BaseMemoryStore, clock: DemoClock) -> DemoReport | None:
     _acme_people(w)
     _globex(w)
     _initech(w)
+    _gardening(w)
     _recalls(w)
     w.write(
         MARKER_SCOPE,
@@ -391,6 +393,20 @@ def _initech(w: _Writer) -> None:
     )
     w.write(TOM, "profile", "Tom Baker, engineering manager; prefers async updates.", key="profile.summary")
     w.write(TOM, "preference", "Tom wants weekly status on Fridays, three bullets maximum.", key="status")
+
+
+def _gardening(w: _Writer) -> None:
+    """What a gardening pass should catch: an agent re-saving what it already knew in
+    other words, one key held by two kinds, and a claim nobody can trace."""
+    w.write(
+        GLOBEX_SUPPORT,
+        "fact",
+        "Customers asking about smart-meter outages should be sent to the status page first.",
+        by="support-agent",
+        conversation="c-91",
+    )
+    w.write(MEI, "fact", "Mei eats vegetarian at team dinners.", key="diet", by="planner-agent")
+    w.write(INITECH, "fact", "The staging cluster is rebuilt every Sunday night.", by="unknown", tags=["it"])
 
 
 def _recalls(w: _Writer) -> None:

@@ -12,16 +12,38 @@ from datetime import datetime
 from typing import Any, Literal
 
 from django import forms
+from django.core.validators import MaxLengthValidator
 from django.http import QueryDict
 
 from memory_admin.errors import MemoryValidationError
-from memory_admin.records import KINDS, MAX_KEY_CHARS, MAX_TAG_CHARS, Kind, normalize_key, normalize_tag
-from memory_admin.scope import Scope, ScopeMatch, parse_scope_text
+from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, MIN_BUDGET_CHARS
+from memory_admin.records import (
+    KINDS,
+    MAX_ID_CHARS,
+    MAX_KEY_CHARS,
+    MAX_REASON_CHARS,
+    MAX_TAG_CHARS,
+    Kind,
+    normalize_content,
+    normalize_key,
+    normalize_tag,
+)
+from memory_admin.scope import (
+    AGENT_KEY,
+    MAX_SCOPE_VALUE_CHARS,
+    Scope,
+    ScopeMatch,
+    canonical_scope,
+    parse_scope_text,
+    scope_problems,
+)
 from memory_admin.store import RecordListQuery
 
 MAX_SCOPE_TEXT = 1000
 MAX_QUERY_TEXT = 500
 MAX_CURSOR = 200
+MAX_PREVIEW_MESSAGE = 4000
+MAX_PREVIEW_BUDGET = 100_000
 DATETIME_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"]
 
 
@@ -181,3 +203,205 @@ class ScopeForm(QueryStringForm):
 
     def clean_scope(self) -> Scope | None:
         return clean_scope_text(self.cleaned_data.get("scope") or "")
+
+
+# --- recall --------------------------------------------------------------------------------
+
+
+def _agent_field() -> forms.CharField:
+    return forms.CharField(
+        required=False,
+        max_length=MAX_SCOPE_VALUE_CHARS,
+        label="Agent",
+        help_text="an agent name, e.g. planner",
+        widget=forms.TextInput(attrs={"placeholder": "any agent", "spellcheck": "false", "list": "agents"}),
+    )
+
+
+def clean_agent_text(text: str) -> str | None:
+    text = text.strip()
+    if not text:
+        return None
+    problems = scope_problems({"tenant": "t", AGENT_KEY: text})
+    if problems:
+        raise forms.ValidationError(problems[0]["msg"])
+    return text
+
+
+def _when_field(label: str) -> forms.DateTimeField:
+    return forms.DateTimeField(
+        required=False,
+        input_formats=DATETIME_FORMATS,
+        label=label,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+    )
+
+
+class RecallForm(QueryStringForm):
+    """The recall page's filters: scope, agent, time range, bucket size, table cursor."""
+
+    scope = _scope_field()
+    agent = _agent_field()
+    since = _when_field("From (UTC)")
+    until = _when_field("Until (UTC)")
+    bucket = forms.ChoiceField(
+        required=False,
+        label="Buckets",
+        choices=[("", "auto"), ("hour", "hour"), ("6h", "6 hours"), ("day", "day"), ("week", "week")],
+    )
+    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+    def clean_scope(self) -> Scope | None:
+        return clean_scope_text(self.cleaned_data.get("scope") or "")
+
+    def clean_agent(self) -> str | None:
+        return clean_agent_text(self.cleaned_data.get("agent") or "")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        since, until = cleaned.get("since"), cleaned.get("until")
+        if since and until and since >= until:
+            raise forms.ValidationError("“From” must be before “Until”.", code="range")
+        return cleaned
+
+
+class PreviewForm(QueryStringForm):
+    """A recall to preview: the scope, agent and first message an agent host would pass."""
+
+    scope = _scope_field()
+    agent = _agent_field()
+    message = forms.CharField(
+        required=False,
+        max_length=MAX_PREVIEW_MESSAGE,
+        label="First user message",
+        help_text="what the user says first; leave empty for a profile + most-recent block",
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Book me a flight to Berlin next week"}),
+    )
+    budget = forms.IntegerField(
+        required=False,
+        min_value=MIN_BUDGET_CHARS,
+        max_value=MAX_PREVIEW_BUDGET,
+        label="Budget (characters)",
+        widget=forms.NumberInput(attrs={"placeholder": str(DEFAULT_BUDGET_CHARS), "step": "100"}),
+    )
+    profile = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=100,
+        label="Profile slice (%)",
+        widget=forms.NumberInput(attrs={"placeholder": str(round(100 * DEFAULT_PROFILE_BUDGET_RATIO))}),
+    )
+
+    def clean_scope(self) -> Scope | None:
+        return clean_scope_text(self.cleaned_data.get("scope") or "")
+
+    def clean_agent(self) -> str | None:
+        return clean_agent_text(self.cleaned_data.get("agent") or "")
+
+
+class CursorForm(QueryStringForm):
+    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+
+# --- curation and privacy (POST forms) ------------------------------------------------------
+
+
+def _reason_field(
+    help_text: str = "Kept in the audit log. Say why; never paste the content itself.",
+) -> forms.CharField:
+    return forms.CharField(
+        max_length=MAX_REASON_CHARS,
+        label="Reason",
+        help_text=help_text,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "Give a reason: it goes into the audit log."},
+    )
+
+
+class InvalidateForm(forms.Form):
+    reason = _reason_field("Shown in the chain timeline and kept in the audit log.")
+
+
+class CorrectForm(forms.Form):
+    content = forms.CharField(
+        label="Corrected content",
+        help_text="The replacement record; the current one stays in the chain, marked superseded.",
+        widget=forms.Textarea(attrs={"rows": 4}),
+    )
+    reason = _reason_field()
+
+    def __init__(self, data: QueryDict | None = None, *, current: str, max_chars: int, **kwargs: Any) -> None:
+        super().__init__(data, **kwargs)
+        self.current = current
+        content = self.fields["content"]
+        assert isinstance(content, forms.CharField)
+        content.max_length = max_chars
+        content.validators.append(MaxLengthValidator(max_chars))
+        content.widget.attrs["maxlength"] = str(max_chars)
+
+    def clean_content(self) -> str:
+        text = self.cleaned_data["content"]
+        try:
+            cleaned = normalize_content(text)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        if cleaned == self.current.strip():
+            raise forms.ValidationError("The replacement says exactly what the record says now; change something.")
+        return cleaned
+
+
+class DeleteForm(forms.Form):
+    confirm_id = forms.CharField(
+        label="Type the record id to confirm",
+        max_length=MAX_ID_CHARS,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+    )
+    reason = _reason_field()
+
+    def __init__(self, data: QueryDict | None = None, *, record_id: str, **kwargs: Any) -> None:
+        super().__init__(data, **kwargs)
+        self.record_id = record_id
+
+    def clean_confirm_id(self) -> str:
+        typed: str = self.cleaned_data["confirm_id"].strip()
+        if typed != self.record_id:
+            raise forms.ValidationError("That is not this record's id; nothing was deleted.")
+        return typed
+
+
+class EraseForm(forms.Form):
+    scope = forms.CharField(max_length=MAX_SCOPE_TEXT, widget=forms.HiddenInput)
+    confirm_scope = forms.CharField(
+        label="Type the scope to confirm",
+        max_length=MAX_SCOPE_TEXT,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+    )
+    reason = _reason_field("Kept in the audit log and on the receipt. Say why; never paste erased content.")
+
+    def clean_scope(self) -> Scope:
+        scope = clean_scope_text(self.cleaned_data["scope"])
+        if scope is None:
+            raise forms.ValidationError("No scope to erase.")
+        return scope
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        scope, typed = cleaned.get("scope"), cleaned.get("confirm_scope")
+        if scope is not None and typed is not None:
+            try:
+                matches = canonical_scope(parse_scope_text(typed)) == scope
+            except MemoryValidationError:
+                matches = False
+            if not matches:
+                self.add_error("confirm_scope", "That is not the scope being erased; nothing was erased.")
+        return cleaned
+
+
+class SweepForm(forms.Form):
+    scope = forms.CharField(max_length=MAX_SCOPE_TEXT, widget=forms.HiddenInput)
+
+    def clean_scope(self) -> Scope:
+        scope = clean_scope_text(self.cleaned_data["scope"])
+        if scope is None:
+            raise forms.ValidationError("No scope to sweep.")
+        return scope

@@ -140,6 +140,14 @@ class Access:
             raise PermissionDenied(f"Your role does not allow this ({ability.value}).")
 
     @property
+    def can_curate(self) -> bool:
+        return self.can(Ability.CURATE)
+
+    @property
+    def can_forget(self) -> bool:
+        return self.can(Ability.FORGET)
+
+    @property
     def sees_anything(self) -> bool:
         return self.can(Ability.BROWSE) and (self.all_tenants or bool(self.grants))
 

@@ -1,11 +1,14 @@
-"""The dashboard's URL map (DESIGN.md, "The dashboard"). Issue 5 adds recall, curation,
-health, audit and export beside these."""
+"""The dashboard's URL map (DESIGN.md, "The dashboard").
+
+Pages that only read answer GET; every action that changes memory is a POST-only
+endpoint (``…/run/``, ``/health/sweep/``) behind a confirmation page of its own.
+"""
 
 from __future__ import annotations
 
 from django.urls import include, path, register_converter
 
-from memory_admin.dashboard.views import browse, records, scopes
+from memory_admin.dashboard.views import audit, browse, curation, export, health, privacy, recall, records, scopes
 
 
 class RecordIdConverter:
@@ -26,6 +29,28 @@ dashboard_patterns = [
     path("", browse.browse, name="browse"),
     path("records/<record_id:record_id>/", records.record_detail, name="record"),
     path("scopes/", scopes.scope_summary, name="scope"),
+    # curation (curators and up)
+    path("records/<record_id:record_id>/invalidate/", curation.invalidate_form, name="invalidate"),
+    path("records/<record_id:record_id>/invalidate/run/", curation.invalidate, name="invalidate_run"),
+    path("records/<record_id:record_id>/correct/", curation.correct_form, name="correct"),
+    path("records/<record_id:record_id>/correct/run/", curation.correct, name="correct_run"),
+    # privacy (privacy officers and up)
+    path("records/<record_id:record_id>/delete/", privacy.delete_form, name="delete"),
+    path("records/<record_id:record_id>/delete/run/", privacy.delete, name="delete_run"),
+    path("scopes/erase/", privacy.erase_preview, name="erase"),
+    path("scopes/erase/confirm/", privacy.erase_confirm, name="erase_confirm"),
+    path("scopes/erase/run/", privacy.erase, name="erase_run"),
+    # recall
+    path("recall/", recall.recall_overview, name="recall"),
+    path("recall/events/<int:event_id>/", recall.recall_event, name="recall_event"),
+    path("recall/preview/", recall.recall_preview, name="recall_preview"),
+    # gardening, audit, export
+    path("health/", health.health, name="health"),
+    path("health/sweep/", health.sweep, name="sweep"),
+    path("audit/", audit.audit_log, name="audit"),
+    path("audit/<int:entry_id>/", audit.audit_entry, name="audit_entry"),
+    path("export.jsonl", export.export_jsonl, name="export_jsonl"),
+    path("export.csv", export.export_csv, name="export_csv"),
 ]
 
 urlpatterns = [

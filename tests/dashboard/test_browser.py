@@ -1,7 +1,9 @@
 """Real-browser flows in headless Chromium: sign in, filter by scope, search, open a
 record, read its chain timeline, page through results — with and without JavaScript.
 
-Debian's chromium at /usr/bin/chromium, driven by Playwright (never `playwright install`);
+Debian's chromium at /usr/bin/chromium, driven by Playwright (never `playwright install`).
+Pages run under the dashboard's Content-Security-Policy (no eval), so waits are
+Playwright's ``expect`` assertions, never ``wait_for_function`` with JavaScript text;
 the ``browser`` fixture (conftest) skips locally when it is missing and fails under
 MEMORY_ADMIN_REQUIRE_ALL=1 (CI).
 """
@@ -19,6 +21,11 @@ from tests.dashboard.conftest import make_user
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the browser fixture skips (or fails, in CI) with the reason
+    expect = None  # type: ignore[assignment]
 
 PASSWORD = "pw-for-tests-only"
 
@@ -75,16 +82,16 @@ def test_filter_by_scope_swaps_results_in_place(page: Page) -> None:
     page.get_by_label("Scope", exact=True).fill("tenant=acme,user=dana")
     page.get_by_label("Scope", exact=True).press("Enter")
     page.wait_for_url(re.compile(r"scope=tenant%3Dacme%2Cuser%3Ddana"))
-    page.wait_for_function("document.querySelector('.facets h2').innerText.includes('user=dana')")
+    expect(page.locator(".facets h2")).to_contain_text("user=dana")
     assert "green tea" in results_text(page)
     assert "Ravi is the owner" not in results_text(page)
     assert page.evaluate("window.__noReload") is True  # htmx swapped the region; no full reload
     page.get_by_role("link", name="planner").click()  # a facet narrows further
     page.wait_for_url(re.compile(r"agent%3Dplanner"))
-    page.wait_for_function("document.querySelector('.facets h2').innerText.includes('agent=planner')")
+    expect(page.locator(".facets h2")).to_contain_text("agent=planner")
     assert "07:10 train" in results_text(page) and "green tea" not in results_text(page)
     page.go_back()  # the pushed URL is a real history entry
-    page.wait_for_function("!document.querySelector('.facets h2').innerText.includes('agent=planner')")
+    expect(page.locator(".facets h2")).not_to_contain_text("agent=planner")
     assert page.locator("header.topbar").is_visible()  # a history restore is a whole page, not a fragment
 
 
@@ -93,7 +100,7 @@ def test_search(page: Page) -> None:
     page.get_by_label("Search").fill("aisle")
     page.get_by_label("Search").press("Enter")
     page.wait_for_url(re.compile(r"q=aisle"))
-    page.wait_for_function("document.querySelector('section.results').innerText.includes('aisle seats')")
+    expect(page.locator("section.results")).to_contain_text("aisle seats")
     text = results_text(page)
     assert "aisle seats on every flight" in text and "green tea" not in text
 
@@ -138,9 +145,7 @@ def test_page_through_results(page: Page, settings: Any, demo_store: InMemoryMem
         before = links.first.get_attribute("href")
         following.click()
         page.wait_for_url(re.compile(r"after="))
-        page.wait_for_function(
-            "h => document.querySelector('section.results td.content a').getAttribute('href') !== h", arg=before
-        )
+        expect(page.locator("section.results td.content a").first).not_to_have_attribute("href", str(before))
     counts = demo_store.count_records({"tenant": "acme"})
     expected = counts.total - counts.expired
     assert len(seen) == expected and len(set(seen)) == expected

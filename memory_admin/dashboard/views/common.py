@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 
@@ -41,4 +41,23 @@ def render_region(
     name = f"{template}#{region}" if htmx and not htmx.history_restore_request else template
     response = render(request, name, context, status=status)
     patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def event_store() -> BaseMemoryStore:
+    """The configured store, checked once for the event log the recall pages read."""
+    store = admin_store()
+    if ("events", id(store)) not in _checked_events:
+        require_memory(store, MemoryNeeds(admin=True, events=True))
+        _checked_events.add(("events", id(store)))
+    return store
+
+
+_checked_events: set[tuple[str, int]] = set()
+
+
+def see_other(url: str) -> HttpResponseRedirect:
+    """Redirect after a POST (303: the browser follows with a GET)."""
+    response = HttpResponseRedirect(url)
+    response.status_code = 303
     return response

@@ -1,0 +1,155 @@
+"""Curation and privacy actions: each one checks the role and the grants, writes its
+audit entry, and calls the store — the one place the dashboard changes memory.
+
+Views parse and confirm; these functions decide. Corrections are new records that
+supersede the old one (never an in-place edit); deletion and erasure are the store's
+true forgetting. Every function raises :class:`~django.core.exceptions.PermissionDenied`
+for a role that may not act and :class:`NotVisible` for anything outside the grants,
+before touching the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from memory_admin.dashboard.audit import audited
+from memory_admin.dashboard.models import AuditEntry
+from memory_admin.dashboard.permissions import Ability, Access, NotVisible
+from memory_admin.errors import MemoryValidationError
+from memory_admin.records import MemoryRecord, utc_now
+from memory_admin.scope import Scope, canonical_scope, format_scope
+from memory_admin.store import BaseMemoryStore, ErasureReport, MemoryNeeds, require_memory
+
+CORRECTION_SOURCE = "dashboard"
+RECEIPT_SCOPES = 50  # scopes named on an erasure receipt; the count is always exact
+
+
+def _confine(access: Access, ability: Ability, scope: Mapping[str, str], what: str) -> Scope:
+    access.require(ability)
+    canonical = canonical_scope(scope)
+    if not access.allows(canonical):
+        raise NotVisible(what)
+    return canonical
+
+
+def invalidate_record(store: BaseMemoryStore, access: Access, record: MemoryRecord, reason: str) -> AuditEntry:
+    """Mark ``record`` invalid with ``reason`` (kept in the record and the audit log)."""
+    _confine(access, Ability.CURATE, record.scope, f"Memory record {record.id}")
+    if record.invalid_at is not None:
+        raise MemoryValidationError(
+            f"Record {record.id} is already invalid; there is nothing to invalidate.",
+            [{"loc": "record", "msg": "already invalid"}],
+        )
+    with audited(
+        access, AuditEntry.Action.INVALIDATE, record.scope, reason=reason, record_ids=[record.id], backend=_name(store)
+    ) as entry:
+        store.invalidate(record.id, reason)
+    return entry
+
+
+def correct_record(
+    store: BaseMemoryStore,
+    access: Access,
+    record: MemoryRecord,
+    content: str,
+    reason: str,
+    *,
+    now: datetime | None = None,
+) -> tuple[MemoryRecord, AuditEntry]:
+    """Write the corrected version of ``record``, superseding it in one atomic write.
+
+    The replacement keeps the scope, kind, key, tags, target, payload and expiry; its
+    provenance names the person and the audit entry (``run_id=audit-<n>``) so the
+    chain timeline answers "who changed this, and why".
+    """
+    _confine(access, Ability.CURATE, record.scope, f"Memory record {record.id}")
+    if record.invalid_at is not None:
+        raise MemoryValidationError(
+            f"Record {record.id} is no longer current; correct its newest version instead.",
+            [{"loc": "record", "msg": "already invalid"}],
+        )
+    if record.is_expired(now or utc_now()):
+        raise MemoryValidationError(
+            f"Record {record.id} has expired; nothing recalls it any more. Sweep it, or write a new record.",
+            [{"loc": "record", "msg": "expired"}],
+        )
+    with audited(
+        access, AuditEntry.Action.CORRECT, record.scope, reason=reason, record_ids=[record.id], backend=_name(store)
+    ) as entry:
+        [replacement] = store.write(
+            [
+                {
+                    "scope": record.scope,
+                    "kind": record.kind,
+                    "content": content,
+                    "key": record.key,
+                    "tags": record.tags,
+                    "target": record.target.model_dump(mode="json") if record.target else None,
+                    "payload": record.payload,
+                    "expires_at": record.expires_at,
+                    "provenance": {
+                        "source": CORRECTION_SOURCE,
+                        "author": access.username,
+                        "run_id": f"audit-{entry.pk}",
+                    },
+                    "supersedes": record.id,
+                }
+            ]
+        )
+        entry.record_ids = [record.id, replacement.id]
+    return replacement, entry
+
+
+def delete_record(
+    store: BaseMemoryStore, access: Access, record_id: str, scope: Mapping[str, str], reason: str
+) -> AuditEntry:
+    """Truly forget one record (its chain neighbours keep a content-free tombstone)."""
+    _confine(access, Ability.FORGET, scope, f"Memory record {record_id}")
+    with audited(
+        access, AuditEntry.Action.DELETE, scope, reason=reason, record_ids=[record_id], backend=_name(store)
+    ) as entry:
+        entry.counts = {"records": int(store.delete(record_id))}
+    return entry
+
+
+def preview_erasure(store: BaseMemoryStore, access: Access, scope: Mapping[str, str]) -> ErasureReport:
+    """What erasing ``scope`` would remove. The scope must lie inside a grant as given:
+    erasure is never narrowed or widened to fit."""
+    canonical = _confine(access, Ability.FORGET, scope, f"Scope {format_scope(scope)}")
+    require_memory(store, MemoryNeeds(erasure=True))
+    return store.preview_erase(canonical)
+
+
+def erase_scope(store: BaseMemoryStore, access: Access, scope: Mapping[str, str], reason: str) -> AuditEntry:
+    """Erase every record, index entry and event under ``scope``; the entry is the receipt."""
+    canonical = _confine(access, Ability.FORGET, scope, f"Scope {format_scope(scope)}")
+    require_memory(store, MemoryNeeds(erasure=True))
+    with audited(access, AuditEntry.Action.ERASE, canonical, reason=reason, backend=_name(store)) as entry:
+        report = store.erase(canonical)
+        entry.counts = {
+            "records": report.records,
+            "by_kind": dict(report.by_kind),
+            "events": report.events,
+            "scopes": len(report.scopes),
+            "scope_list": [format_scope(s) for s in report.scopes[:RECEIPT_SCOPES]],
+        }
+    return entry
+
+
+def sweep_expired(store: BaseMemoryStore, access: Access, scope: Mapping[str, str]) -> AuditEntry:
+    """Delete the expired records under ``scope`` (nothing could recall them any more)."""
+    canonical = _confine(access, Ability.FORGET, scope, f"Scope {format_scope(scope)}")
+    with audited(
+        access,
+        AuditEntry.Action.SWEEP,
+        canonical,
+        reason="Expired records swept from the health page.",
+        backend=_name(store),
+    ) as entry:
+        entry.counts = {"records": store.sweep_expired(canonical)}
+    return entry
+
+
+def _name(store: BaseMemoryStore) -> str:
+    return store.capabilities().backend

@@ -1,0 +1,86 @@
+"""Records as JSON Lines or CSV, one chunk at a time (no Django here).
+
+Both take any iterable of records — the store's paged :meth:`iter_records` — and yield
+text as they go, so an export of a million records never holds more than a chunk.
+CSV cells that a spreadsheet would run as a formula (starting with ``=``, ``+``,
+``-``, ``@``, a tab or a carriage return) are prefixed with an apostrophe.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from memory_admin.records import MemoryRecord
+from memory_admin.scope import format_scope
+
+CHUNK_RECORDS = 200
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+CSV_COLUMNS: tuple[tuple[str, Callable[[MemoryRecord], Any]], ...] = (
+    ("id", lambda r: r.id),
+    ("scope", lambda r: format_scope(r.scope)),
+    ("kind", lambda r: r.kind),
+    ("key", lambda r: r.key),
+    ("content", lambda r: r.content),
+    ("tags", lambda r: ",".join(r.tags)),
+    ("source", lambda r: r.provenance.source),
+    ("author", lambda r: r.provenance.author),
+    ("conversation_id", lambda r: r.provenance.conversation_id),
+    ("run_id", lambda r: r.provenance.run_id),
+    ("created_at", lambda r: r.created_at.isoformat()),
+    ("updated_at", lambda r: r.updated_at.isoformat()),
+    ("invalid_at", lambda r: r.invalid_at.isoformat() if r.invalid_at else None),
+    ("invalid_reason", lambda r: r.invalid_reason),
+    ("supersedes", lambda r: r.supersedes),
+    ("superseded_by", lambda r: r.superseded_by),
+    ("expires_at", lambda r: r.expires_at.isoformat() if r.expires_at else None),
+    ("target", lambda r: json.dumps(r.target.model_dump(mode="json"), sort_keys=True) if r.target else None),
+    ("payload", lambda r: json.dumps(r.payload, ensure_ascii=False, sort_keys=True) if r.payload is not None else None),
+)
+
+
+def neutralise(cell: str) -> str:
+    """``cell`` made inert for spreadsheets: a leading formula character gets an apostrophe."""
+    return "'" + cell if cell.startswith(FORMULA_STARTS) else cell
+
+
+def csv_row(record: MemoryRecord) -> list[str]:
+    return [neutralise("" if (value := read(record)) is None else str(value)) for _, read in CSV_COLUMNS]
+
+
+def csv_chunks(records: Iterable[MemoryRecord]) -> Iterator[str]:
+    """A header line, then the records as CSV rows, about :data:`CHUNK_RECORDS` per chunk."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow([name for name, _ in CSV_COLUMNS])
+    pending = 0
+    for record in records:
+        writer.writerow(csv_row(record))
+        pending += 1
+        if pending == CHUNK_RECORDS:
+            yield _drain(buffer)
+            pending = 0
+    yield _drain(buffer)
+
+
+def jsonl_chunks(records: Iterable[MemoryRecord]) -> Iterator[str]:
+    """One JSON object per record and line (every field, as the store returns it)."""
+    lines: list[str] = []
+    for record in records:
+        lines.append(record.model_dump_json() + "\n")
+        if len(lines) == CHUNK_RECORDS:
+            yield "".join(lines)
+            lines = []
+    if lines:
+        yield "".join(lines)
+
+
+def _drain(buffer: io.StringIO) -> str:
+    text = buffer.getvalue()
+    buffer.seek(0)
+    buffer.truncate()
+    return text

@@ -1,0 +1,103 @@
+"""``/export.jsonl?…`` and ``/export.csv?…`` — the browser's current filtered view (the
+same query parameters as ``/``), every page of it, confined to the user's grants and
+streamed record by record from the store: a million-record export is never held in
+memory. Each export is noted in the audit log (who, which scope, how many records).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
+
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.views.decorators.http import require_GET
+
+from memory_admin.dashboard.audit import describe, finish, start
+from memory_admin.dashboard.errors import ErrorPage, render_error
+from memory_admin.dashboard.export import csv_chunks, jsonl_chunks
+from memory_admin.dashboard.forms import BrowseForm
+from memory_admin.dashboard.models import AuditEntry
+from memory_admin.dashboard.permissions import Access, AmbiguousScope, access_for
+from memory_admin.dashboard.views.browse import scope_choices
+from memory_admin.dashboard.views.common import admin_store
+from memory_admin.records import MemoryRecord, utc_now
+from memory_admin.scope import Scope, format_scope
+
+EXPORT_PAGE = 500
+FORMATS: dict[str, tuple[str, Callable[[Iterable[MemoryRecord]], Iterator[str]]]] = {
+    "jsonl": ("application/x-ndjson; charset=utf-8", jsonl_chunks),
+    "csv": ("text/csv; charset=utf-8", csv_chunks),
+}
+
+
+@require_GET
+def export_jsonl(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    return export(request, "jsonl")
+
+
+@require_GET
+def export_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    return export(request, "csv")
+
+
+def export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
+    access = access_for(request)
+    form = BrowseForm(request.GET)
+    if not form.is_valid():
+        problems = "; ".join(f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items())
+        return render_error(
+            request, ErrorPage(400, "That export is not valid", problems, "Fix the filters and export again.")
+        )
+    filters = form.filters()
+    scope = _export_scope(access, filters.scope)
+    if isinstance(scope, ErrorPage):
+        return render_error(request, scope)
+    store = admin_store()
+    # every page, from the first: a cursor in the URL only says where the browser was
+    query = filters.list_query(scope, EXPORT_PAGE).model_copy(update={"cursor": None})
+    records = (r for r in store.iter_records(query, page_size=EXPORT_PAGE) if access.allows(r.scope))
+    first = next(records, None)  # store errors surface here, as a page, not mid-download
+    content_type, render = FORMATS[fmt]
+    stream = chain([first] if first is not None else [], records)
+    entry = start(access, AuditEntry.Action.EXPORT, scope, backend=store.capabilities().backend)
+    entry.counts = {"format": fmt}
+    response = StreamingHttpResponse(render(_counted(entry, stream)))
+    response["Content-Type"] = content_type
+    response["Content-Disposition"] = f'attachment; filename="{_filename(scope, fmt)}"'
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _export_scope(access: Access, requested: Scope | None) -> Scope | ErrorPage:
+    if requested is None:
+        choices = scope_choices(admin_store(), access) if access.sees_anything else []
+        if len(choices) != 1:
+            return ErrorPage(400, "Pick a scope to export", "An export is always of one scope: add ?scope=tenant=… .")
+        requested = choices[0].scope
+    try:
+        return access.resolve(requested).scope
+    except AmbiguousScope as exc:
+        options = ", ".join(format_scope(s) for s in exc.options)
+        return ErrorPage(400, "That scope spans several of your grants", f"Export one of: {options}.")
+
+
+def _counted(entry: AuditEntry, records: Iterator[MemoryRecord]) -> Iterator[MemoryRecord]:
+    """``records``, counted into ``entry``, which closes when the download ends."""
+    count = 0
+    try:
+        for record in records:
+            count += 1
+            yield record
+    except GeneratorExit:
+        finish(entry, AuditEntry.Outcome.FAILED, error=f"the download stopped after {count} records", records=count)
+        raise
+    except Exception as exc:
+        finish(entry, AuditEntry.Outcome.FAILED, error=describe(exc), records=count)
+        raise
+    finish(entry, AuditEntry.Outcome.DONE, records=count)
+
+
+def _filename(scope: Scope, fmt: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", format_scope(scope)).strip("-")[:80]
+    return f"memory-{name}-{utc_now():%Y%m%d-%H%M}.{fmt}"

@@ -1,0 +1,153 @@
+"""Privacy officers' true forgetting: delete one record, erase a scope.
+
+Both are deliberate, full-page flows (no htmx shortcuts): a page that shows exactly what
+will go and asks for the id or scope to be typed and a reason, a POST-only endpoint
+that acts, and a receipt — the audit entry, which never holds the forgotten content.
+Erasure is previewed first (a dry run) and stops exactly at the scope given: it is
+never narrowed or widened to fit a grant.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from memory_admin.dashboard import curation
+from memory_admin.dashboard.forms import DeleteForm, EraseForm, ScopeForm
+from memory_admin.dashboard.permissions import Ability, Access, NotVisible, access_for
+from memory_admin.dashboard.views.common import admin_store, see_other
+from memory_admin.errors import MemoryCorruptionError, MemoryValidationError
+from memory_admin.records import MemoryRecord
+from memory_admin.scope import Scope, canonical_scope, format_scope
+from memory_admin.store import BaseMemoryStore, ErasureReport
+
+DELETE = "dashboard/record_delete.html"
+ERASE_PREVIEW = "dashboard/erase_preview.html"
+ERASE_CONFIRM = "dashboard/erase_confirm.html"
+
+
+# --- delete one record --------------------------------------------------------------------
+
+
+def _deletable(request: HttpRequest, record_id: str) -> dict[str, Any]:
+    """What the delete page and endpoint need; a corrupt row can be deleted too (it is
+    the repair the corruption page suggests), its scope read from the raw row."""
+    access = access_for(request)
+    access.require(Ability.FORGET)
+    store = admin_store()
+    try:
+        record = access.visible_record(store.get(record_id), record_id)
+    except MemoryCorruptionError as exc:
+        scope = _raw_scope(exc.raw)
+        if scope is None or not access.allows(scope):
+            raise NotVisible(f"Memory record {record_id}") from None
+        return {"access": access, "store": store, "record_id": record_id, "scope": scope, "corrupt": exc}
+    return {"access": access, "store": store, "record_id": record.id, "scope": record.scope, "record": record}
+
+
+def _raw_scope(raw: dict[str, Any]) -> Scope | None:
+    try:
+        value = raw.get("scope")
+        loaded = json.loads(value) if isinstance(value, str) else value
+        return canonical_scope(loaded) if isinstance(loaded, dict) else None
+    except (ValueError, TypeError, MemoryValidationError):
+        return None
+
+
+@require_GET
+def delete_form(request: HttpRequest, record_id: str) -> HttpResponse:
+    target = _deletable(request, record_id)
+    return _delete_page(request, target, DeleteForm(record_id=record_id))
+
+
+@require_POST
+def delete(request: HttpRequest, record_id: str) -> HttpResponse:
+    target = _deletable(request, record_id)
+    form = DeleteForm(request.POST, record_id=record_id)
+    if not form.is_valid():
+        return _delete_page(request, target, form, status=400)
+    entry = curation.delete_record(
+        target["store"], target["access"], record_id, target["scope"], form.cleaned_data["reason"]
+    )
+    messages.success(request, f"Record {record_id} was deleted. This is the receipt.")
+    return see_other(reverse("dashboard:audit_entry", args=[entry.pk]))
+
+
+def _delete_page(request: HttpRequest, target: dict[str, Any], form: DeleteForm, *, status: int = 200) -> HttpResponse:
+    record: MemoryRecord | None = target.get("record")
+    store: BaseMemoryStore = target["store"]
+    context = {
+        **target,
+        "form": form,
+        "scope_text": format_scope(target["scope"]),
+        "chain": store.chain(record.id) if record is not None else [],
+    }
+    return render(request, DELETE, context, status=status)
+
+
+# --- erase a scope ------------------------------------------------------------------------
+
+
+@require_GET
+def erase_preview(request: HttpRequest) -> HttpResponse:
+    access = access_for(request)
+    access.require(Ability.FORGET)
+    form = ScopeForm(request.GET)
+    if not form.is_valid() or form.cleaned_data["scope"] is None:
+        return render(request, ERASE_PREVIEW, {"access": access, "form": form}, status=400 if form.errors else 200)
+    return render(request, ERASE_PREVIEW, _erase_context(access, form.cleaned_data["scope"]))
+
+
+@require_GET
+def erase_confirm(request: HttpRequest) -> HttpResponse:
+    access = access_for(request)
+    access.require(Ability.FORGET)
+    form = ScopeForm(request.GET)
+    if not form.is_valid() or form.cleaned_data["scope"] is None:
+        return see_other(reverse("dashboard:erase"))
+    scope = form.cleaned_data["scope"]
+    erase = EraseForm(initial={"scope": format_scope(scope)})
+    return render(request, ERASE_CONFIRM, {**_erase_context(access, scope), "form": erase})
+
+
+@require_POST
+def erase(request: HttpRequest) -> HttpResponse:
+    access = access_for(request)
+    access.require(Ability.FORGET)
+    form = EraseForm(request.POST)
+    valid = form.is_valid()
+    scope: Scope | None = form.cleaned_data.get("scope")
+    if scope is None:
+        return render(request, ERASE_PREVIEW, {"access": access, "form": ScopeForm(), "missing": True}, status=400)
+    if not valid:
+        return render(request, ERASE_CONFIRM, {**_erase_context(access, scope), "form": form}, status=400)
+    entry = curation.erase_scope(admin_store(), access, scope, form.cleaned_data["reason"])
+    messages.success(request, f"Scope {format_scope(scope)} was erased. This is the receipt.")
+    return see_other(reverse("dashboard:audit_entry", args=[entry.pk]))
+
+
+def _erase_context(access: Access, scope: Scope) -> dict[str, Any]:
+    store = admin_store()
+    report: ErasureReport = curation.preview_erasure(store, access, scope)
+    sample: list[MemoryRecord] = []
+    for record_id in report.sample_ids:
+        try:
+            record = store.get(record_id)
+        except MemoryCorruptionError:
+            continue  # listed by id in the health page; its content cannot be shown
+        if record is not None:
+            sample.append(record)
+    return {
+        "access": access,
+        "scope": scope,
+        "scope_text": format_scope(scope),
+        "report": report,
+        "sample": sample,
+        "scopes": [format_scope(s) for s in report.scopes],
+    }

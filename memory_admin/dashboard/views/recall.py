@@ -1,0 +1,216 @@
+"""``/recall/`` — recall events over time; ``/recall/events/<id>/`` — one recall;
+``/recall/preview/`` — run a recall without logging it.
+
+The graphs are drawn by the vendored Chart.js from the same numbers the page shows as
+tables, so the page reads the same without JavaScript.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.views.decorators.http import require_GET
+
+from memory_admin.dashboard.forms import PreviewForm, RecallForm
+from memory_admin.dashboard.permissions import Access, AmbiguousScope, NotVisible, access_for
+from memory_admin.dashboard.recall_stats import read_recall_events, summarize
+from memory_admin.dashboard.recall_view import (
+    block_entries,
+    deferred_entries,
+    redact_block,
+    tier_summary,
+    tiers_in_order,
+)
+from memory_admin.dashboard.views.browse import ScopeChoice, scope_choices
+from memory_admin.dashboard.views.common import event_store, render_region
+from memory_admin.errors import MemoryValidationError
+from memory_admin.events import AnyEvent, EventQuery, MemoryRecallEvent
+from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, assemble_recall
+from memory_admin.records import utc_now
+from memory_admin.scope import Scope, format_scope
+from memory_admin.store import BaseMemoryStore
+
+OVERVIEW = "dashboard/recall.html"
+EVENT = "dashboard/recall_event.html"
+PREVIEW = "dashboard/recall_preview.html"
+TABLE_SIZE = 25
+PRESETS = (("24 hours", timedelta(hours=24)), ("7 days", timedelta(days=7)), ("30 days", timedelta(days=30)))
+
+
+@require_GET
+def recall_overview(request: HttpRequest) -> HttpResponse:
+    access = access_for(request)
+    form = RecallForm(request.GET)
+    if not form.is_valid():
+        return render_region(request, OVERVIEW, "recall", {"form": form, "access": access}, status=400)
+    context = recall_context(event_store(), access, form.cleaned_data, request.GET)
+    return render_region(request, OVERVIEW, "recall", {"form": form, **context})
+
+
+@dataclass(frozen=True)
+class PickScope:
+    """No single scope to show: the user picks one of ``choices``."""
+
+    choices: list[ScopeChoice]
+    ambiguous: bool = False
+
+
+def chosen_scope(store: BaseMemoryStore, access: Access, requested: Scope | None) -> Scope | PickScope | None:
+    """The scope to read events under (``None``: every tenant, for admins who asked for
+    none), narrowed to the grants — or the choices to offer."""
+    if requested is None:
+        if access.all_tenants:
+            return None
+        choices = scope_choices(store, access)
+        if len(choices) != 1:
+            return PickScope(choices)
+        requested = choices[0].scope
+    try:
+        return access.resolve(requested).scope
+    except AmbiguousScope as exc:
+        return PickScope([ScopeChoice(s) for s in exc.options], ambiguous=True)
+
+
+def recall_context(store: BaseMemoryStore, access: Access, data: dict[str, Any], params: QueryDict) -> dict[str, Any]:
+    context: dict[str, Any] = {"access": access}
+    if not access.sees_anything:
+        return context
+    scope = chosen_scope(store, access, data["scope"])
+    if isinstance(scope, PickScope):
+        return {**context, "choices": scope.choices, "ambiguous": scope.ambiguous}
+    scan = read_recall_events(store, scope=scope, agent=data["agent"], since=data["since"], until=data["until"])
+    visible = [stored for stored in scan.events if access.allows(stored.event.scope)]
+    series = summarize(
+        [s.event for s in visible if isinstance(s.event, MemoryRecallEvent)],
+        since=data["since"],
+        until=data["until"],
+        bucket=data["bucket"] or None,
+    )
+    table, older = visible[:TABLE_SIZE], (visible[TABLE_SIZE - 1].id if len(visible) > TABLE_SIZE else None)
+    if data["before"]:
+        table, older = _older_events(store, access, scope, data)
+    now = utc_now()
+    return {
+        **context,
+        "scope": scope,
+        "scope_text": format_scope(scope) if scope else "",
+        "series": series,
+        "chart_data": series.chart_data(),
+        "scanned": len(scan.events),
+        "complete": scan.complete,
+        "table": table,
+        "older": older,
+        "presets": [(name, _with(params, since=(now - span).strftime("%Y-%m-%dT%H:%M"))) for name, span in PRESETS],
+        "all_time": _with(params, since=None),
+    }
+
+
+def _older_events(
+    store: BaseMemoryStore, access: Access, scope: Scope | None, data: dict[str, Any]
+) -> tuple[list[Any], int | None]:
+    query = EventQuery(
+        types=("agent.memory.recall",),
+        scope=scope,
+        agent=data["agent"],
+        since=data["since"],
+        until=data["until"],
+        before_id=data["before"],
+        limit=TABLE_SIZE + 1,
+    )
+    page = [stored for stored in store.query_events(query) if access.allows(stored.event.scope)]
+    return page[:TABLE_SIZE], (page[TABLE_SIZE - 1].id if len(page) > TABLE_SIZE else None)
+
+
+def _with(params: QueryDict, **changes: str | None) -> str:
+    changed = params.copy()
+    changed.pop("before", None)
+    changed.pop("until", None)
+    for name, value in changes.items():
+        changed.pop(name, None)
+        if value is not None:
+            changed[name] = value
+    return "?" + changed.urlencode()
+
+
+@require_GET
+def recall_event(request: HttpRequest, event_id: int) -> HttpResponse:
+    access = access_for(request)
+    store = event_store()
+    stored = store.get_event(event_id)
+    if stored is None or not isinstance(stored.event, MemoryRecallEvent) or not access.allows(stored.event.scope):
+        raise NotVisible(f"Recall event {event_id}")
+    event = stored.event
+    context = {
+        "access": access,
+        "stored": stored,
+        "event": event,
+        "scope_text": format_scope(event.scope),
+        "entries": block_entries(store, access.allows, event.record_ids, tiers_in_order(event.tiers)),
+        "deferred": deferred_entries(store, access.allows, event.deferred_ids, event.deferred_reasons),
+        "fill_percent": round(100 * event.chars / event.budget_chars) if event.budget_chars else 0,
+        "tiers": tier_summary(event.tiers),
+        "profile_chars": int(event.budget_chars * DEFAULT_PROFILE_BUDGET_RATIO),
+        "replay": {
+            "scope": format_scope(event.scope),
+            "agent": event.agent or "",
+            "message": event.query_preview or "",
+        },
+    }
+    return render_region(request, EVENT, "event", context)
+
+
+@require_GET
+def recall_preview(request: HttpRequest) -> HttpResponse:
+    access = access_for(request)
+    form = PreviewForm(request.GET)
+    context: dict[str, Any] = {"access": access, "form": form}
+    if not form.is_valid():
+        return render_region(request, PREVIEW, "preview", context, status=400)
+    data = form.cleaned_data
+    if not access.sees_anything:
+        return render_region(request, PREVIEW, "preview", context)
+    store = event_store()
+    if data["scope"] is None:
+        choices = scope_choices(store, access)
+        return render_region(request, PREVIEW, "preview", {**context, "choices": choices})
+    try:
+        scope = access.resolve(data["scope"]).scope
+    except AmbiguousScope as exc:
+        choices = [ScopeChoice(s) for s in exc.options]
+        return render_region(request, PREVIEW, "preview", {**context, "choices": choices, "ambiguous": True})
+    caught: list[AnyEvent] = []
+    try:
+        result = assemble_recall(
+            store,
+            scope,
+            data["message"] or None,
+            agent=data["agent"],
+            budget_chars=data["budget"] or DEFAULT_BUDGET_CHARS,
+            profile_budget_ratio=DEFAULT_PROFILE_BUDGET_RATIO if data["profile"] is None else data["profile"] / 100,
+            sink=caught.append,  # the preview's event goes here, never to the log or the graphs
+            preview_run=True,
+        )
+    except MemoryValidationError as exc:
+        form.add_error(None, exc.message)
+        return render_region(request, PREVIEW, "preview", context, status=400)
+    report = result.report
+    tiers = {str(tier): n for tier, n in report.tiers.items()}
+    block, hidden = redact_block(result.block, result.records, access.allows)
+    context.update(
+        scope=scope,
+        scope_text=format_scope(scope),
+        result=result,
+        report=report,
+        recall_block=block,  # not "block": templates reserve that name
+        hidden=hidden,
+        tiers=tier_summary(tiers),
+        entries=block_entries(
+            store, access.allows, report.record_ids, tiers_in_order(tiers)
+        ),
+        deferred=deferred_entries(store, access.allows, report.deferred_ids, dict(report.deferred_reasons)),
+        fill_percent=round(100 * report.chars / report.budget_chars),
+    )
+    return render_region(request, PREVIEW, "preview", context)
