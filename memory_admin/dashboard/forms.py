@@ -365,7 +365,7 @@ class DeleteForm(forms.Form):
     def clean_confirm_id(self) -> str:
         typed: str = self.cleaned_data["confirm_id"].strip()
         if typed != self.record_id:
-            raise forms.ValidationError("That is not this record's id; nothing was deleted.")
+            raise forms.ValidationError("That is not the id of this record; nothing was deleted.")
         return typed
 
 

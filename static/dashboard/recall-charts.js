@@ -6,6 +6,7 @@
   "use strict";
 
   var still = window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  var drawn = 0;
   var colors = { accent: "#1f5fbf", muted: "#5b6673", warn: "#a23a1d", budget: "#7a5b00" };
 
   function base(yTitle, max) {
@@ -73,7 +74,9 @@
         options: base("% truncated", 100),
       });
     }
-    document.documentElement.setAttribute("data-charts", "drawn");
+    // how many times the graphs were drawn (page load, then each htmx swap): tests wait on it
+    drawn += 1;
+    document.documentElement.setAttribute("data-charts", String(drawn));
   }
 
   document.addEventListener("DOMContentLoaded", function () { render(document); });

@@ -207,9 +207,7 @@ def recall_preview(request: HttpRequest) -> HttpResponse:
         recall_block=block,  # not "block": templates reserve that name
         hidden=hidden,
         tiers=tier_summary(tiers),
-        entries=block_entries(
-            store, access.allows, report.record_ids, tiers_in_order(tiers)
-        ),
+        entries=block_entries(store, access.allows, report.record_ids, tiers_in_order(tiers)),
         deferred=deferred_entries(store, access.allows, report.deferred_ids, dict(report.deferred_reasons)),
         fill_percent=round(100 * report.chars / report.budget_chars),
     )

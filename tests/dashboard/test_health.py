@@ -1,0 +1,246 @@
+"""The health (gardening) page: each check over the demo corpus, its bounds, the sweep
+action, corrupt rows in a real SQLite file, and the pure checks against brute force."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from memory_admin.dashboard import health
+from memory_admin.dashboard.health import has_usable_provenance, key_conflicts, near_duplicates
+from memory_admin.dashboard.models import AuditEntry
+from memory_admin.dashboard.stores import reset_stores
+from memory_admin.records import MemoryRecord, Provenance
+from memory_admin.store import InMemoryMemoryStore, SqliteMemoryStore
+from memory_admin.tokenize import tokenize
+from tests.dashboard.conftest import MakeClient, find
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
+
+
+def health_url(scope: str) -> str:
+    return reverse("dashboard:health") + "?" + urlencode({"scope": scope})
+
+
+@pytest.fixture
+def officer(client_for: MakeClient, demo_store: InMemoryMemoryStore) -> Client:
+    return client_for("privacy-officer", "tenant=acme", "tenant=globex", "tenant=initech")
+
+
+# --- over the demo ------------------------------------------------------------------------
+
+
+def test_demo_findings(officer: Client, demo_store: InMemoryMemoryStore) -> None:
+    globex = officer.get(health_url("tenant=globex")).content.decode()
+    assert 'Near-duplicate live records <span class="count">1</span>' in globex
+    assert "86 %" in globex and "pointed to the status page" in globex and "sent to the status page" in globex
+    acme = officer.get(health_url("tenant=acme")).content.decode()
+    assert "<code>diet</code> in <code>tenant=acme,user=mei</code> — across kinds" in acme
+    assert 'Expired, not yet swept <span class="count">3</span>' in acme and "Sweep 3 expired records" in acme
+    assert "<code>tenant=acme,user=dana</code>: " in acme and "deferred on every recall" in acme
+    assert "Never recalled" in acme and "The demo corpus (v2) was loaded" in acme
+    initech = officer.get(health_url("tenant=initech")).content.decode()
+    assert 'No usable provenance <span class="count">1</span>' in initech
+    assert "The staging cluster is rebuilt every Sunday night." in initech and "via unknown" in initech
+    assert 'Rows that fail validation <span class="count">0</span>' in initech
+
+
+def test_never_recalled_is_what_no_recall_injected(officer: Client, demo_store: InMemoryMemoryStore) -> None:
+    recalled = {
+        record_id
+        for stored in demo_store.query_events(
+            {"types": ["agent.memory.recall"], "scope": {"tenant": "acme"}, "limit": 1000}
+        )
+        for record_id in stored.event.record_ids  # type: ignore[union-attr]
+    }
+    html = officer.get(health_url("tenant=acme,user=ravi")).content.decode()
+    refunds = find(demo_store, "tenant=acme,user=ravi", "refunds endpoint")
+    agenda = find(demo_store, "tenant=acme,user=ravi", "agenda")
+    assert refunds.id in recalled and agenda.id not in recalled
+    section = html[html.index('id="h-unused"') : html.index('id="h-profile"')]
+    assert agenda.id in section and refunds.id not in section
+
+
+def test_page_and_fragment(officer: Client) -> None:
+    page = officer.get(health_url("tenant=acme"))
+    fragment = officer.get(health_url("tenant=acme"), HTTP_HX_REQUEST="true")
+    assert page.status_code == fragment.status_code == 200 and "HX-Request" in fragment["Vary"]
+    assert "<html" in page.content.decode() and fragment.content.decode().lstrip().startswith('<div id="health"')
+
+
+def test_scans_are_bounded_and_say_so(officer: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(health, "LIVE_SCAN", 5)
+    html = officer.get(health_url("tenant=acme")).content.decode()
+    assert "Checked 5 of 33 live records — a bounded scan" in html
+
+
+def test_several_grants_pick_a_scope_and_bad_scopes_are_400(officer: Client) -> None:
+    assert "Pick a scope to start" in officer.get(reverse("dashboard:health")).content.decode()
+    assert officer.get(health_url("user=dana")).status_code == 400
+
+
+def test_actions_follow_the_role(client_for: MakeClient, demo_store: InMemoryMemoryStore) -> None:
+    viewer = client_for("viewer", "tenant=acme").get(health_url("tenant=acme")).content.decode()
+    curator = client_for("curator", "tenant=acme").get(health_url("tenant=acme")).content.decode()
+    assert "Sweep 3" not in viewer and "invalidate…" not in viewer and "A privacy officer can sweep them" in viewer
+    assert "Sweep 3" not in curator and "invalidate…" in curator
+
+
+def test_sweep_deletes_only_expired_records_under_the_scope(officer: Client, demo_store: InMemoryMemoryStore) -> None:
+    before = {t: demo_store.count_records({"tenant": t}) for t in ("acme", "initech")}
+    response = officer.post(reverse("dashboard:sweep"), {"scope": "tenant=acme"})
+    assert response.status_code == 303 and response["Location"] == health_url("tenant=acme")
+    after = demo_store.count_records({"tenant": "acme"})
+    assert after.expired == 0 and after.total == before["acme"].total - 3 and after.live == before["acme"].live
+    assert demo_store.count_records({"tenant": "initech"}) == before["initech"]  # another tenant's stay
+    page = officer.get(response["Location"]).content.decode()
+    assert "Swept 3 expired records" in page and 'Expired, not yet swept <span class="count">0</span>' in page
+    entry = AuditEntry.objects.get()
+    assert (entry.action, entry.counts, entry.scope) == ("sweep", {"records": 3}, {"tenant": "acme"})
+    bad = officer.post(reverse("dashboard:sweep"), {"scope": ""})
+    assert bad.status_code == 303 and AuditEntry.objects.count() == 1
+
+
+# --- corrupt rows in a real SQLite file ---------------------------------------------------
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path, settings: object) -> Iterator[SqliteMemoryStore]:
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    settings.MEMORY_STORE_URL = url  # type: ignore[attr-defined]
+    reset_stores()
+    from memory_admin.dashboard.stores import get_store
+
+    store = get_store(url)
+    assert isinstance(store, SqliteMemoryStore)
+    yield store
+    reset_stores()
+
+
+def test_a_corrupt_row_is_listed_and_can_be_deleted(
+    sqlite_store: SqliteMemoryStore, tmp_path: Path, client_for: MakeClient
+) -> None:
+    u1 = {"tenant": "t", "user": "u1"}
+    sqlite_store.write(
+        [
+            {"scope": u1, "kind": "fact", "content": f"Healthy fact {i}.", "provenance": {"source": "s"}}
+            for i in range(3)
+        ]
+    )
+    [victim] = sqlite_store.write(
+        [{"scope": u1, "kind": "fact", "content": "Soon corrupt.", "provenance": {"source": "s"}}]
+    )
+    with sqlite3.connect(tmp_path / "memory.sqlite3") as raw:
+        raw.execute("UPDATE memory_records SET kind = 'belief' WHERE rid = (SELECT max(rid) FROM memory_records)")
+    officer = client_for("privacy-officer", "tenant=t")
+    response = officer.get(health_url("tenant=t"))
+    html = response.content.decode()
+    assert response.status_code == 200  # the report that finds corruption does not die of it
+    assert 'Rows that fail validation <span class="count">1</span>' in html and victim.id in html
+    assert "so the record checks could not run" in html
+    delete_page = officer.get(reverse("dashboard:delete", args=[victim.id]))
+    assert delete_page.status_code == 200 and "no longer validates" in delete_page.content.decode()
+    assert (
+        client_for("privacy-officer", "tenant=other").get(reverse("dashboard:delete", args=[victim.id])).status_code
+        == 404
+    )
+    done = officer.post(
+        reverse("dashboard:delete_run", args=[victim.id]), {"confirm_id": victim.id, "reason": "corrupt row"}
+    )
+    assert done.status_code == 303 and sqlite_store.find_corrupt(u1).corrupt == []
+    assert (
+        'Rows that fail validation <span class="count">0</span>' in officer.get(health_url("tenant=t")).content.decode()
+    )
+
+
+# --- the pure checks ----------------------------------------------------------------------
+
+
+def rec(
+    record_id: str, content: str, *, scope: dict[str, str] | None = None, minutes: int = 0, **fields: object
+) -> MemoryRecord:
+    at = T0 + timedelta(minutes=minutes)
+    return MemoryRecord.model_validate(
+        {
+            "id": record_id,
+            "scope": scope or {"tenant": "t"},
+            "kind": "fact",
+            "content": content,
+            "provenance": {"source": "test"},
+            "created_at": at,
+            "updated_at": at,
+            **fields,
+        }
+    )
+
+
+def test_near_duplicates_in_one_scope_only() -> None:
+    a = rec("a", "The staging cluster is rebuilt every Sunday night.")
+    b = rec("b", "The staging cluster is rebuilt every Sunday night!", minutes=1)
+    c = rec("c", "The staging cluster is rebuilt every Sunday night.", scope={"tenant": "t", "user": "u"})
+    d = rec("d", "The production cluster is never rebuilt.")
+    short = [rec("e", "Yes."), rec("f", "Yes!")]
+    [pair] = near_duplicates([a, b, c, d, *short])
+    assert (pair.older.id, pair.newer.id, pair.percent) == ("a", "b", 100)
+
+
+def jaccard(x: MemoryRecord, y: MemoryRecord) -> float:
+    a, b = set(tokenize(x.content)), set(tokenize(y.content))
+    return len(a & b) / len(a | b)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_prefix_filtering_finds_what_brute_force_finds(seed: int) -> None:
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(25)]
+    records = [
+        rec(f"r{i:03}", " ".join(rng.sample(words, rng.randint(3, 9))), scope={"tenant": rng.choice("ab")}, minutes=i)
+        for i in range(150)
+    ]
+    records += [rec(f"s{i:03}", records[i].content, scope=records[i].scope, minutes=200 + i) for i in range(10)]
+    for threshold in (0.5, 0.8):
+        found = {(p.older.id, p.newer.id) for p in near_duplicates(records, threshold=threshold)}
+        brute = {
+            tuple(sorted((x.id, y.id), key=lambda i: (next(r for r in records if r.id == i).created_at, i)))
+            for x, y in itertools.combinations(records, 2)
+            if x.scope == y.scope and jaccard(x, y) >= threshold
+        }
+        assert found == brute and (threshold < 0.8 or len(found) >= 10)
+
+
+def test_key_conflicts_across_kinds_and_in_one_slot() -> None:
+    live = [
+        rec("a", "Mei prefers vegetarian dinners.", kind="preference", key="diet"),
+        rec("b", "Mei eats vegetarian.", key="diet", minutes=1),
+        rec("c", "Seat 1.", key="seat"),
+        rec("d", "Seat 2.", key="seat", minutes=1),
+        rec("e", "Seat 3.", key="seat", scope={"tenant": "t", "user": "u"}),
+    ]
+    diet, seat = key_conflicts(live)
+    assert (diet.key, diet.same_slot, [r.id for r in diet.records]) == ("diet", False, ["a", "b"])
+    assert (seat.key, seat.same_slot, [r.id for r in seat.records]) == ("seat", True, ["c", "d"])
+
+
+@pytest.mark.parametrize(
+    ("fields", "usable"),
+    [
+        ({"source": "unknown"}, False),
+        ({"source": "N/A", "author": "-"}, False),
+        ({"source": "?", "run_id": "tbd."}, False),
+        ({"source": "unknown", "conversation_id": "c-17"}, True),
+        ({"author": "dana"}, True),
+    ],
+)
+def test_usable_provenance(fields: dict[str, str], usable: bool) -> None:
+    assert has_usable_provenance(Provenance(**fields)) is usable
