@@ -20,6 +20,7 @@ how many it checked out of how many there are:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,6 +31,7 @@ from typing import TypeVar
 from memory_admin.dashboard.recall_budget import ProfileSlice, profile_slice
 from memory_admin.dashboard.recall_stats import read_recall_events
 from memory_admin.errors import CapabilityError, MemoryCorruptionError
+from memory_admin.recall import entry_chars
 from memory_admin.records import MemoryRecord, Provenance
 from memory_admin.scope import TENANT_KEY, Scope, format_scope, scope_json
 from memory_admin.store import BaseMemoryStore, RecordListQuery, ScopeCounts
@@ -40,9 +42,10 @@ LIVE_SCAN = 5_000  # live records read for the record checks, newest first
 EXPIRED_SCAN = 2_000  # records (every state) read to list expired ones
 EVENT_SCAN = 20_000  # recall events read for "never recalled"
 PROFILE_SCAN = 1_000  # live profile records read to find the scopes recall runs in
-PROFILE_SCOPES = 100  # scopes whose profile slice is replayed
-CORRUPT_SCAN = 20_000  # rows validated by find_corrupt
+PROFILE_SCOPES = 500  # scopes whose profile slice is replayed
+CORRUPT_SCAN = 5_000  # rows validated by find_corrupt (oldest first)
 SHOWN = 50  # entries listed per check
+SHOWN_DEFERRED = 5  # deferred profile records named per overflowing scope
 SIMILARITY = 0.8
 MIN_TOKENS = 3  # shorter records are too short to call near-duplicates
 PAGE = 1_000
@@ -169,6 +172,10 @@ class ProfileOverflow:
     def scope_text(self) -> str:
         return format_scope(self.scope)
 
+    @property
+    def first_deferred(self) -> list[MemoryRecord]:
+        return self.slice.deferred[:SHOWN_DEFERRED]
+
 
 @dataclass
 class HealthReport:
@@ -187,6 +194,7 @@ class HealthReport:
     recall_events: int = 0
     oldest_recall: datetime | None = None
     overflows: list[ProfileOverflow] = field(default_factory=list)
+    overflows_total: int = 0
     profile_check: Check = field(default_factory=Check)
     corrupt: list[CorruptRecord] = field(default_factory=list)
     corrupt_check: Check = field(default_factory=Check)
@@ -200,7 +208,7 @@ class HealthReport:
                 len(self.no_provenance),
                 self.counts.expired,
                 self.never_recalled_total,
-                len(self.overflows),
+                self.overflows_total,
                 len(self.corrupt),
             )
         )
@@ -289,27 +297,54 @@ def _never_recalled(store: BaseMemoryStore, report: HealthReport, live: list[Mem
 
 
 def _profiles(store: BaseMemoryStore, report: HealthReport, visible: Callable[[Scope], bool]) -> None:
+    """Replay the profile slice for every scope holding profile records under the report's
+    scope. Recall reads a scope's own records and those shared above it (visible
+    match); both sets come from two listings, and each scope's tier is picked from
+    them in memory rather than with a query per scope."""
     check = report.profile_check
     try:
-        profiles = _take(store.iter_records(_listing(report.scope, kinds=["profile"]), page_size=PAGE), PROFILE_SCAN)
-        scopes = {scope_json(r.scope): r.scope for r in profiles if visible(r.scope)}
-        if visible(report.scope):
-            scopes.setdefault(scope_json(report.scope), report.scope)
-        check.of = len(scopes)
-        check.complete = len(profiles) < PROFILE_SCAN and len(scopes) <= PROFILE_SCOPES
-        for key in sorted(scopes)[:PROFILE_SCOPES]:
-            scope = scopes[key]
-            # the profile tier recall loads for this scope: shared records and its own
-            query = RecordListQuery.model_validate(
-                {"search": {"scope": scope, "scope_match": "visible", "kinds": ["profile"], "limit": PAGE}}
+        below = _take(store.iter_records(_listing(report.scope, kinds=["profile"]), page_size=PAGE), PROFILE_SCAN)
+        above = store.list_records(
+            RecordListQuery.model_validate(
+                {"search": {"scope": report.scope, "scope_match": "visible", "kinds": ["profile"], "limit": PAGE}}
             )
-            tier = [hit.record for hit in store.list_records(query).hits if visible(hit.record.scope)]
-            check.checked += 1
-            placed = profile_slice(tier)
-            if placed.overflows:
-                report.overflows.append(ProfileOverflow(scope, placed))
+        ).hits
     except MemoryCorruptionError as exc:
         check.problem = f"record {exc.record_id} is corrupt, so the profile tier could not be read"
+        return
+    by_scope: dict[str, list[MemoryRecord]] = defaultdict(list)
+    for record in {r.id: r for r in [*below, *(hit.record for hit in above)] if visible(r.scope)}.values():
+        by_scope[scope_json(record.scope)].append(record)
+    scopes = {key: records[0].scope for key, records in by_scope.items()}
+    if visible(report.scope):
+        scopes.setdefault(scope_json(report.scope), report.scope)
+    check.of = len(scopes)
+    check.complete = len(below) < PROFILE_SCAN and len(scopes) <= PROFILE_SCOPES
+    sizes: dict[str, int] = {}
+
+    def size(record: MemoryRecord) -> int:  # shared records are measured once, not once per scope
+        if record.id not in sizes:
+            sizes[record.id] = entry_chars(record)
+        return sizes[record.id]
+
+    for key in sorted(scopes)[:PROFILE_SCOPES]:
+        # the scope's own profile records and those of every scope above it
+        tier = [r for above_key in _ancestors(scopes[key]) for r in by_scope.get(above_key, ())]
+        check.checked += 1
+        placed = profile_slice(tier, size=size)
+        if placed.overflows:
+            report.overflows_total += 1
+            if len(report.overflows) < SHOWN:
+                report.overflows.append(ProfileOverflow(scopes[key], placed))
+
+
+def _ancestors(scope: Scope) -> Iterator[str]:
+    """The canonical keys of every scope visible from ``scope``: its tenant plus any
+    subset of its other pairs (scopes hold a handful of pairs)."""
+    others = [(k, v) for k, v in scope.items() if k != TENANT_KEY]
+    for size in range(len(others) + 1):
+        for chosen in itertools.combinations(others, size):
+            yield scope_json({TENANT_KEY: scope[TENANT_KEY], **dict(chosen)})
 
 
 def _corrupt(store: BaseMemoryStore, report: HealthReport) -> None:

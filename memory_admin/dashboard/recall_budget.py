@@ -9,7 +9,7 @@ here truncated?" without assembling a block (and without adding a recall event).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, HEADINGS, entry_chars
@@ -39,8 +39,11 @@ def profile_slice(
     *,
     budget_chars: int = DEFAULT_BUDGET_CHARS,
     ratio: float = DEFAULT_PROFILE_BUDGET_RATIO,
+    size: Callable[[MemoryRecord], int] = entry_chars,
 ) -> ProfileSlice:
-    """Place ``profiles`` newest first into the slice as recall does; the rest are deferred."""
+    """Place ``profiles`` newest first into the slice as recall does; the rest are
+    deferred. ``size`` is a record's entry length (pass a cached one when replaying
+    many scopes that share records)."""
     limit = int(budget_chars * ratio)
     heading = len(HEADINGS["profile"])
     used = 0
@@ -48,9 +51,9 @@ def profile_slice(
     admitted: list[MemoryRecord] = []
     deferred: list[MemoryRecord] = []
     for record in sorted(profiles, key=lambda r: r.created_at, reverse=True):
-        size = entry_chars(record)
-        total += size
-        cost = size + (0 if admitted else heading)
+        chars = size(record)
+        total += chars
+        cost = chars + (0 if admitted else heading)
         if used + cost <= limit:
             admitted.append(record)
             used += cost

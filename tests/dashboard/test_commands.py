@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
 from memory_admin.dashboard.permissions import grants_of, role_of
-from memory_admin.store import RecordListQuery, SqliteMemoryStore
+from memory_admin.store import RecordListQuery, SqliteMemoryStore, open_store
 
 pytestmark = pytest.mark.django_db
 
@@ -130,6 +130,23 @@ def browse_the_demo(url: str, settings: object, client_for: object) -> None:
         assert client.get("/scopes/?scope=tenant%3Dacme").status_code == 200
         assert client.get("/?scope=tenant%3Dacme&q=aisle").status_code == 200
         assert client.get("/?scope=tenant%3Dglobex").status_code == 404
+        # Dashboard II over the same backend: the graphs read its event log, one event
+        # drills down, the preview logs nothing, the export streams, curation is audited
+        recall = client.get("/recall/").content.decode()
+        assert '<span class="value">10</span> recalls' in recall
+        event_id = recall.split('href="/recall/events/')[1].split("/")[0]
+        assert client.get(f"/recall/events/{event_id}/").status_code == 200
+        with open_store(url) as store:
+            logged = len(store.query_events({"limit": 10_000, "include_previews": True}))
+            preview = client.get("/recall/preview/?scope=tenant%3Dacme%2Cuser%3Ddana&message=flight")
+            assert preview.status_code == 200 and "The block, exactly" in preview.content.decode()
+            assert len(store.query_events({"limit": 10_000, "include_previews": True})) == logged
+        lines = b"".join(client.get("/export.jsonl?scope=tenant%3Dacme%2Cuser%3Ddana").streaming_content)
+        assert lines.count(b"\n") > 10 and b"green tea" in lines
+        curator: Client = client_for("curator", "tenant=acme")  # type: ignore[operator]
+        response = curator.post(f"/records/{record_id}/invalidate/run/", {"reason": "checked on this backend"})
+        assert response.status_code == 303
+        assert "checked on this backend" in curator.get(f"/records/{record_id}/").content.decode()
     finally:
         reset_stores()
 

@@ -13,16 +13,25 @@ from django.utils.cache import patch_vary_headers
 from memory_admin.dashboard.stores import get_store
 from memory_admin.store import BaseMemoryStore, MemoryNeeds, require_memory
 
-_checked: set[int] = set()
+_checked: set[tuple[int, MemoryNeeds]] = set()
+
+
+def _checked_store(needs: MemoryNeeds) -> BaseMemoryStore:
+    store = get_store()
+    if (id(store), needs) not in _checked:
+        require_memory(store, needs)
+        _checked.add((id(store), needs))
+    return store
 
 
 def admin_store() -> BaseMemoryStore:
     """The configured store, checked once for the admin listing the dashboard needs."""
-    store = get_store()
-    if id(store) not in _checked:
-        require_memory(store, MemoryNeeds(admin=True))
-        _checked.add(id(store))
-    return store
+    return _checked_store(MemoryNeeds(admin=True))
+
+
+def event_store() -> BaseMemoryStore:
+    """The configured store, checked once for the event log the recall pages read."""
+    return _checked_store(MemoryNeeds(admin=True, events=True))
 
 
 def page_size() -> int:
@@ -42,18 +51,6 @@ def render_region(
     response = render(request, name, context, status=status)
     patch_vary_headers(response, ["HX-Request"])
     return response
-
-
-def event_store() -> BaseMemoryStore:
-    """The configured store, checked once for the event log the recall pages read."""
-    store = admin_store()
-    if ("events", id(store)) not in _checked_events:
-        require_memory(store, MemoryNeeds(admin=True, events=True))
-        _checked_events.add(("events", id(store)))
-    return store
-
-
-_checked_events: set[tuple[str, int]] = set()
 
 
 def see_other(url: str) -> HttpResponseRedirect:

@@ -27,7 +27,7 @@ from memory_admin.dashboard.recall_view import (
 from memory_admin.dashboard.views.browse import ScopeChoice, scope_choices
 from memory_admin.dashboard.views.common import event_store, render_region
 from memory_admin.errors import MemoryValidationError
-from memory_admin.events import AnyEvent, EventQuery, MemoryRecallEvent
+from memory_admin.events import AnyEvent, EventQuery, MemoryRecallEvent, StoredEvent
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, assemble_recall
 from memory_admin.records import utc_now
 from memory_admin.scope import Scope, format_scope
@@ -110,7 +110,7 @@ def recall_context(store: BaseMemoryStore, access: Access, data: dict[str, Any],
 
 def _older_events(
     store: BaseMemoryStore, access: Access, scope: Scope | None, data: dict[str, Any]
-) -> tuple[list[Any], int | None]:
+) -> tuple[list[StoredEvent], int | None]:
     query = EventQuery(
         types=("agent.memory.recall",),
         scope=scope,
