@@ -1,6 +1,7 @@
 """Store errors → HTTP, in one place.
 
-Views let the library's typed errors (and :class:`NotVisible`) propagate; this
+Views let the library's typed errors (and :class:`NotVisible` and
+:class:`~django.core.exceptions.PermissionDenied`) propagate; this
 middleware turns each into a readable page — or, for an htmx request, the same message
 as a fragment for the region being swapped — with an honest status code.
 """
@@ -11,6 +12,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
@@ -42,6 +44,14 @@ class ErrorPage:
 
 def error_page(exc: Exception) -> ErrorPage | None:
     """The page for an exception the dashboard knows, or ``None`` to let Django handle it."""
+    if isinstance(exc, PermissionDenied):
+        # a role that may not act: the same page whatever the target, so it leaks nothing
+        return ErrorPage(
+            403,
+            "Not allowed",
+            str(exc) or "Your role does not allow this.",
+            "Ask a dashboard admin for a role (viewer, curator, privacy officer) and scope grants.",
+        )
     if isinstance(exc, NotVisible | MemoryNotFoundError):
         # one answer for "missing" and "outside your grants": the page never says which
         what = exc.what if isinstance(exc, NotVisible) else "That memory record"

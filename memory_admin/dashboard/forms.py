@@ -307,26 +307,27 @@ class CursorForm(QueryStringForm):
 
 
 def _reason_field(
-    help_text: str = "Kept in the audit log. Say why; never paste the content itself.",
+    help_text: str = "Kept in the audit log. Say why; never paste the content itself.", *, first: bool = False
 ) -> forms.CharField:
+    attrs: dict[str, Any] = {"rows": 2, "autofocus": True} if first else {"rows": 2}
     return forms.CharField(
         max_length=MAX_REASON_CHARS,
         label="Reason",
         help_text=help_text,
-        widget=forms.Textarea(attrs={"rows": 2}),
+        widget=forms.Textarea(attrs=attrs),
         error_messages={"required": "Give a reason: it goes into the audit log."},
     )
 
 
 class InvalidateForm(forms.Form):
-    reason = _reason_field("Shown in the chain timeline and kept in the audit log.")
+    reason = _reason_field("Shown in the chain timeline and kept in the audit log.", first=True)
 
 
 class CorrectForm(forms.Form):
     content = forms.CharField(
         label="Corrected content",
         help_text="The replacement record; the current one stays in the chain, marked superseded.",
-        widget=forms.Textarea(attrs={"rows": 4}),
+        widget=forms.Textarea(attrs={"rows": 4, "autofocus": True}),
     )
     reason = _reason_field()
 
@@ -354,7 +355,7 @@ class DeleteForm(forms.Form):
     confirm_id = forms.CharField(
         label="Type the record id to confirm",
         max_length=MAX_ID_CHARS,
-        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false", "autofocus": True}),
     )
     reason = _reason_field()
 
@@ -374,7 +375,7 @@ class EraseForm(forms.Form):
     confirm_scope = forms.CharField(
         label="Type the scope to confirm",
         max_length=MAX_SCOPE_TEXT,
-        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false", "autofocus": True}),
     )
     reason = _reason_field("Kept in the audit log and on the receipt. Say why; never paste erased content.")
 

@@ -429,3 +429,13 @@ def test_production_cookies_are_secure(tmp_path: Path) -> None:
     assert found["plain"] == [301, "https://memory.example.org/accounts/login/"]  # plain HTTP is redirected
     assert "max-age=31536000" in found["hsts"] and "includeSubDomains" in found["hsts"]
     assert "script-src 'self'" in found["csp"]
+
+
+def test_a_refusal_is_a_readable_page_or_fragment(client_for: MakeClient, targets: dict[str, Target]) -> None:
+    viewer = client_for("viewer", GRANT)
+    url = reverse("dashboard:invalidate", args=[targets["in"].record.id])
+    page = viewer.get(url)
+    fragment = viewer.get(url, HTTP_HX_REQUEST="true")
+    assert page.status_code == fragment.status_code == 403
+    assert "<html" in page.content.decode() and "Your role does not allow this" in page.content.decode()
+    assert fragment.content.decode().lstrip().startswith('<section class="card error-page" id="error"')
