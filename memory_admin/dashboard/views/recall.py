@@ -169,18 +169,21 @@ def recall_preview(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"access": access, "form": form}
     if not form.is_valid():
         return render_region(request, PREVIEW, "preview", context, status=400)
+    if access.sees_anything:
+        context.update(preview_context(event_store(), access, form))
+    return render_region(request, PREVIEW, "preview", context, status=400 if form.errors else 200)
+
+
+def preview_context(store: BaseMemoryStore, access: Access, form: PreviewForm) -> dict[str, Any]:
+    """The preview's block and report, or the scopes to pick from; a recall option the
+    library refuses becomes a form error."""
     data = form.cleaned_data
-    if not access.sees_anything:
-        return render_region(request, PREVIEW, "preview", context)
-    store = event_store()
     if data["scope"] is None:
-        choices = scope_choices(store, access)
-        return render_region(request, PREVIEW, "preview", {**context, "choices": choices})
+        return {"choices": scope_choices(store, access)}
     try:
         scope = access.resolve(data["scope"]).scope
     except AmbiguousScope as exc:
-        choices = [ScopeChoice(s) for s in exc.options]
-        return render_region(request, PREVIEW, "preview", {**context, "choices": choices, "ambiguous": True})
+        return {"choices": [ScopeChoice(s) for s in exc.options], "ambiguous": True}
     caught: list[AnyEvent] = []
     try:
         result = assemble_recall(
@@ -195,20 +198,19 @@ def recall_preview(request: HttpRequest) -> HttpResponse:
         )
     except MemoryValidationError as exc:
         form.add_error(None, exc.message)
-        return render_region(request, PREVIEW, "preview", context, status=400)
+        return {}
     report = result.report
     tiers = {str(tier): n for tier, n in report.tiers.items()}
     block, hidden = redact_block(result.block, result.records, access.allows)
-    context.update(
-        scope=scope,
-        scope_text=format_scope(scope),
-        result=result,
-        report=report,
-        recall_block=block,  # not "block": templates reserve that name
-        hidden=hidden,
-        tiers=tier_summary(tiers),
-        entries=block_entries(store, access.allows, report.record_ids, tiers_in_order(tiers)),
-        deferred=deferred_entries(store, access.allows, report.deferred_ids, dict(report.deferred_reasons)),
-        fill_percent=round(100 * report.chars / report.budget_chars),
-    )
-    return render_region(request, PREVIEW, "preview", context)
+    return {
+        "scope": scope,
+        "scope_text": format_scope(scope),
+        "result": result,
+        "report": report,
+        "recall_block": block,  # not "block": templates reserve that name
+        "hidden": hidden,
+        "tiers": tier_summary(tiers),
+        "entries": block_entries(store, access.allows, report.record_ids, tiers_in_order(tiers)),
+        "deferred": deferred_entries(store, access.allows, report.deferred_ids, dict(report.deferred_reasons)),
+        "fill_percent": round(100 * report.chars / report.budget_chars),
+    }
