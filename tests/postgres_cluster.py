@@ -1,9 +1,9 @@
-"""A throwaway PostgreSQL cluster for the tests, started from the binaries on the machine.
+"""The throwaway PostgreSQL cluster's pytest fixtures.
 
-``initdb`` into a temporary directory, ``pg_ctl start`` on a private unix-socket
-directory with TCP switched off, one fresh database per test session, and a cheap
-``TRUNCATE`` between tests. initdb refuses to run as root, so under root the cluster
-runs as the ``postgres`` OS user (``runuser``) in a directory that user owns.
+The cluster itself (``initdb`` into a temporary directory, ``pg_ctl start`` on a private
+unix-socket directory with TCP off, run as the ``postgres`` OS user under root) is
+:mod:`memory_admin.bench.pg_cluster`; the tests start it without flushes to disk. One
+fresh database per test session, and a cheap ``TRUNCATE`` between tests.
 
 Without the binaries these tests skip with a message saying what to install; with
 ``MEMORY_ADMIN_REQUIRE_ALL=1`` (CI) a missing binary is a failure, never a skip.
@@ -12,26 +12,20 @@ Set ``MEMORY_ADMIN_PG_BIN`` to use binaries from another directory.
 
 from __future__ import annotations
 
-import contextlib
-import glob
 import os
-import pwd
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import NoReturn
-from urllib.parse import quote
 
 import pytest
 
+from memory_admin.bench import pg_cluster
+from memory_admin.bench.pg_cluster import BIN_ENV, ClusterUnavailable, PostgresCluster, find_bin_dir
+
+__all__ = ["BIN_ENV", "REQUIRE_ALL_ENV", "PostgresCluster", "find_bin_dir", "start_cluster"]
+
 REQUIRE_ALL_ENV = "MEMORY_ADMIN_REQUIRE_ALL"
-BIN_ENV = "MEMORY_ADMIN_PG_BIN"
-OS_USER = "postgres"
 STORE_TABLES = ("memory_records", "memory_scopes", "memory_events")
-FIXTURE_PREFIX = "memory-admin-pg-test-"  # + the pytest pid: its cluster is reaped once that process is gone
+TEST_SETTINGS = {"max_connections": "200"}  # the multi-process tests open many pools
 
 
 def _unavailable(reason: str) -> NoReturn:
@@ -45,152 +39,13 @@ def _unavailable(reason: str) -> NoReturn:
     pytest.skip(message)
 
 
-def find_bin_dir() -> Path | None:
-    """The directory holding ``initdb`` and ``pg_ctl``: ``$MEMORY_ADMIN_PG_BIN``, else
-    the newest ``/usr/lib/postgresql/*/bin``, else the ``PATH``."""
-    candidates: list[Path] = []
-    if os.environ.get(BIN_ENV):
-        candidates.append(Path(os.environ[BIN_ENV]))
-    versions = glob.glob("/usr/lib/postgresql/*/bin")
-    candidates += sorted((Path(p) for p in versions), key=lambda p: _version_key(p.parent.name), reverse=True)
-    on_path = shutil.which("initdb")
-    if on_path:
-        candidates.append(Path(on_path).parent)
-    for candidate in candidates:
-        if (candidate / "initdb").is_file() and (candidate / "pg_ctl").is_file():
-            return candidate
-    return None
-
-
-def _version_key(name: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in name.split(".") if part.isdigit())
-
-
-@dataclass
-class PostgresCluster:
-    """A running throwaway cluster reachable only through its private socket directory."""
-
-    bin_dir: Path
-    root: Path
-    socket_dir: Path
-    port: int
-    as_user: str | None
-
-    @property
-    def data_dir(self) -> Path:
-        return self.root / "data"
-
-    def url(self, database: str = "postgres") -> str:
-        return f"postgresql://{OS_USER}@/{database}?host={quote(str(self.socket_dir), safe='')}&port={self.port}"
-
-    def _run(self, *args: str) -> None:
-        command = [str(self.bin_dir / args[0]), *args[1:]]
-        if self.as_user is not None:
-            command = ["runuser", "-u", self.as_user, "--", *command]
-        result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
-        if result.returncode != 0:
-            log = self.root / "server.log"
-            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise RuntimeError(f"{' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}\n{tail}")
-
-    def start(self) -> None:
-        self._run(
-            "initdb",
-            "-D",
-            str(self.data_dir),
-            "-U",
-            OS_USER,
-            "-A",
-            "trust",
-            "-E",
-            "UTF8",
-            "--locale=C",
-            "--no-sync",
-        )
-        options = (
-            f"-k {self.socket_dir} -p {self.port} -c listen_addresses='' "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-        )
-        self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(self.root / "server.log"), "-o", options, "-w", "start")
-
-    def stop(self) -> None:
-        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
-            self._run("pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-w", "stop")
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    def execute(self, sql: str, database: str = "postgres") -> None:
-        """Run one statement outside a transaction (CREATE / DROP DATABASE)."""
-        import psycopg
-
-        with psycopg.connect(self.url(database), autocommit=True) as conn:
-            conn.execute(sql.encode())
-
-    def create_database(self, name: str) -> str:
-        self.execute(f'CREATE DATABASE "{name}"')
-        return self.url(name)
-
-    def drop_database(self, name: str) -> None:
-        self.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def _server_user() -> str | None:
-    """Who runs the server: the ``postgres`` OS user under root (initdb refuses root)."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        pwd.getpwnam(OS_USER)
-    except KeyError:
-        _unavailable(f"running as root, and there is no {OS_USER!r} OS user to run the server as")
-    if shutil.which("runuser") is None:
-        _unavailable("running as root, and runuser is missing")
-    return OS_USER
-
-
-def _reap_orphans(bin_dir: Path, as_user: str | None) -> None:
-    """Stop clusters left behind by test sessions that died without stopping them (a
-    killed pytest never runs its teardown; pg_ctl's server outlives it)."""
-    for root in Path(tempfile.gettempdir()).glob(f"{FIXTURE_PREFIX}*-*"):
-        owner = root.name[len(FIXTURE_PREFIX) :].split("-")[0]
-        if not owner.isdigit() or _alive(int(owner)):
-            continue
-        PostgresCluster(bin_dir, root, root / "sock", 0, as_user).stop()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def start_cluster(*, owner_pid: int | None = None) -> PostgresCluster:
-    """Start a cluster (the fixtures' engine; also handy from a shell for measurements).
-    With ``owner_pid``, a later test session stops it once that process is gone."""
-    bin_dir = find_bin_dir()
-    if bin_dir is None:
-        _unavailable("initdb and pg_ctl were not found")
-    as_user = _server_user()
-    if owner_pid is not None:
-        _reap_orphans(bin_dir, as_user)
-    prefix = f"{FIXTURE_PREFIX}{owner_pid}-" if owner_pid is not None else "memory-admin-pg-"
-    root = Path(tempfile.mkdtemp(prefix=prefix))
-    socket_dir = root / "sock"
-    socket_dir.mkdir()
-    if as_user is not None:
-        owner = pwd.getpwnam(as_user)
-        for path in (root, socket_dir):
-            os.chown(path, owner.pw_uid, owner.pw_gid)
-    # no TCP listener: the port only names the socket file, so any number is free
-    cluster = PostgresCluster(bin_dir, root, socket_dir, 54000 + os.getpid() % 1000, as_user)
+    """A fast (never flushed) cluster, or a skip — a failure under CI — when the machine
+    cannot run one. With ``owner_pid``, a later start stops it once that process is gone."""
     try:
-        cluster.start()
-    except BaseException:
-        cluster.stop()
-        raise
-    return cluster
+        return pg_cluster.start_cluster(owner_pid=owner_pid, durable=False, settings=TEST_SETTINGS)
+    except ClusterUnavailable as exc:
+        _unavailable(exc.reason)
 
 
 @pytest.fixture(scope="session")
