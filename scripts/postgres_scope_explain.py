@@ -18,8 +18,17 @@ import time
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
-from memory_admin.store.postgres import PostgresMemoryStore, _scope_condition, match_tsquery, ranked_op, recent_op
+from memory_admin.store.postgres import (
+    Op,
+    PostgresMemoryStore,
+    TermFrequencies,
+    _scope_condition,
+    match_tsquery,
+    ranked_op,
+    recent_op,
+)
 
 WORDS = [f"w{n}" for n in range(5000)] + ["the", "did", "what", "dana", "coffee", "flight", "seat", "aisle"]
 
@@ -54,6 +63,22 @@ def explain(url: str, sql: str, params: list[Any]) -> str:
     return "\n".join(row[0] for row in rows)
 
 
+def explain_op(url: str, op: Op[Any]) -> str:
+    """EXPLAIN ANALYZE every statement an op issues, feeding it the real rows."""
+    plans = []
+    with psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        try:
+            statement = next(op)
+            while True:
+                plans.append(explain(url, statement.sql, list(statement.params)))
+                cur.execute(statement.sql.encode(), statement.params)
+                statement = op.send(cur.fetchall() if cur.description is not None else [])
+        except StopIteration:
+            pass
+    return "\n\n".join(plans)
+
+
 def percentiles(samples: list[float]) -> str:
     ordered = sorted(samples)
     pick = {p: ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))] for p in (50, 95, 99)}
@@ -84,9 +109,8 @@ def main() -> None:
     text = "what did dana say about the w3 flight"
     for label, scope in (("user", {"tenant": "t3", "user": "u42"}), ("tenant", {"tenant": "t3"})):
         plan = store._plan({"scope": scope, "query": text, "limit": 10})
-        statement = next(ranked_op(plan))
-        print(f"\n=== {label}-scoped ranked search (the store's SQL) ===")
-        print(explain(args.url, statement.sql, list(statement.params)))
+        print(f"\n=== {label}-scoped ranked search (the store's SQL, statement by statement) ===")
+        print(explain_op(args.url, ranked_op(plan, TermFrequencies())))
         scope_where, scope_params = _scope_condition(plan)
         tokens_only = match_tsquery(plan).split(" & ")[-1]
         print(f"\n=== {label}-scoped: the hidden-lexeme match alone ===")
@@ -108,9 +132,8 @@ def main() -> None:
                 [tokens_only, *scope_params],
             )
         )
-        recent = next(recent_op(store._plan({"scope": scope, "limit": 10})))
         print(f"\n=== {label}-scoped recency listing ===")
-        print(explain(args.url, recent.sql, list(recent.params)))
+        print(explain_op(args.url, recent_op(store._plan({"scope": scope, "limit": 10}))))
 
     rng = random.Random(11)
     for label in ("user", "tenant"):

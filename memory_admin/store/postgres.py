@@ -28,6 +28,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import math
 import threading
 import time
 from collections import Counter
@@ -55,6 +56,7 @@ from memory_admin.errors import (
 from memory_admin.events import AnyEvent, EventQuery, StoredEvent, deliver, parse_event
 from memory_admin.records import KINDS, MemoryHit, MemoryRecord, MemoryWriteInput
 from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, canonical_scope, scope_json
+from memory_admin.store import ranking
 from memory_admin.store._sql import AGENT_MARK, RECORD_COLUMNS, dumps, pair_token, record_from_row, record_values
 from memory_admin.store.base import (
     DEFAULT_MAX_BATCH,
@@ -177,6 +179,8 @@ MIGRATIONS: list[str] = [
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
+# a ranked search's statements see one state of the store
+_SNAPSHOT = b"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 _MIGRATION_LOCK = 0x6D656D5F61646D31  # any constant; "mem_adm1" in ASCII
 _VISIBLE_ENUMERATION_LIMIT = 12  # viewer pairs; 2^11 candidate scopes at most
 
@@ -185,9 +189,14 @@ _MAX_LEXEME_BYTES = 2047
 _MAX_POSITION = 16383
 _MAX_POSITIONS = 256
 
-# BM25, the same constants as the in-memory backend and SQLite's FTS5
-_K1 = 1.2
-_B = 0.75
+# Ranked search (as SQLite's): scopes this size are ranked exhaustively in one statement;
+# larger ones score at most this many candidates per search
+_SMALL_SCOPE = 500
+_CANDIDATE_BUDGET = 200
+_FEW_SCOPES = 16  # a search reaching at most this many stored scopes matches their whole-scope lexemes
+_STATS_TTL_S = 300.0
+# BM25's length factor (presence for term frequency) never exceeds its value at length 0
+_MAX_LENGTH_FACTOR = (ranking.K1 + 1) / (1 + ranking.K1 * (1 - ranking.B))
 
 _RECORD_SELECT = "SELECT r.seq AS seq, s.scope AS scope, " + ", ".join(f"r.{c} AS {c}" for c in RECORD_COLUMNS)
 _RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id"
@@ -213,7 +222,12 @@ def pair_lexeme(key: str, value: str) -> str:
 
 
 def scope_lexeme(scope: Mapping[str, str]) -> str:
-    return ":s" + hashlib.blake2b(scope_json(scope).encode(), digest_size=10).hexdigest()
+    return scope_text_lexeme(scope_json(scope))
+
+
+def scope_text_lexeme(text: str) -> str:
+    """The whole-scope lexeme of a scope given as its canonical JSON (as stored)."""
+    return ":s" + hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
 
 
 def kind_lexeme(kind: str) -> str:
@@ -634,11 +648,16 @@ def _record_filters(plan: SearchPlan) -> tuple[str, list[Any]]:
     return (" AND ".join(clauses) or "TRUE"), params
 
 
-def match_tsquery(plan: SearchPlan) -> str:
-    """The whole search as one tsquery: scope lexemes, kinds, the agent convention and
-    the query's tokens OR-ed. Every lexeme is quoted, and tokens hold letters and digits
-    only, so no user text can become tsquery syntax."""
+def _filter_tsquery(plan: SearchPlan, scope_texts: Sequence[str] | None = None) -> str:
+    """What a match needs besides the query's tokens, as a tsquery. Given the reached
+    scopes (their canonical JSON, when they are few): the OR of their whole-scope
+    lexemes, whose postings hold only those scopes' records — a user's, not every
+    tenant's user of that name — and already honour the agent convention (kinds are
+    then left to the row filter). Otherwise the scope pairs (or the visible candidates),
+    the agent convention and the kinds."""
     query = plan.query
+    if scope_texts is not None:
+        return _any_of(scope_text_lexeme(text) for text in scope_texts)
     if query.scope_match == "visible":
         parts = [_any_of(scope_lexeme(s) for s in _visible_candidates(query.scope, query.agent))]
     else:
@@ -647,22 +666,54 @@ def match_tsquery(plan: SearchPlan) -> str:
             parts.append(f"(!{_quote(AGENT_LEXEME)} | {_quote(pair_lexeme(AGENT_KEY, query.agent))})")
     if query.kinds is not None:
         parts.append(_any_of(kind_lexeme(kind) for kind in query.kinds))
-    parts.append(_any_of(lexeme(token) for token in plan.tokens))
     return " & ".join(parts)
 
 
-def recent_op(plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+def match_tsquery(plan: SearchPlan) -> str:
+    """The whole search as one tsquery: scope lexemes, kinds, the agent convention and
+    the query's tokens OR-ed. Every lexeme is quoted, and tokens hold letters and digits
+    only, so no user text can become tsquery syntax."""
+    return _filter_tsquery(plan) + " & " + _any_of(lexeme(token) for token in plan.tokens)
+
+
+def scope_ids_op(plan: SearchPlan) -> Op[list[int] | None]:
+    """The ids of the stored scopes a plan reaches, when they are few (else ``None``)."""
     scope_where, scope_params = _scope_condition(plan)
+    rows = yield Statement(
+        f"SELECT sc.scope_id FROM memory_scopes sc WHERE {scope_where} ORDER BY sc.scope_id LIMIT {_FEW_SCOPES + 1}",
+        scope_params,
+    )
+    return [int(row["scope_id"]) for row in rows] if len(rows) <= _FEW_SCOPES else None
+
+
+def recent_op(plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
     filters, params = _record_filters(plan)
     if plan.cursor is not None:
         filters += " AND (r.created_at, r.seq) < (%s, %s)"
         params += [_cursor_time(plan.cursor.created_us or 0), plan.cursor.seq]
-    rows = yield Statement(
-        _RECORD_SELECT + _RECORD_FROM + " WHERE r.tenant = %s "
-        f"AND r.scope_id IN (SELECT sc.scope_id FROM memory_scopes sc WHERE {scope_where}) AND {filters} "
-        "ORDER BY r.created_at DESC, r.seq DESC LIMIT %s",
-        [plan.query.scope[TENANT_KEY], *scope_params, *params, plan.limit + 1],
-    )
+    scope_ids = yield from scope_ids_op(plan)
+    if scope_ids == []:
+        return [], None
+    if scope_ids is not None:
+        # a few scopes (a user's, and that user's with each agent): each one's recency
+        # index walked newest-first, top rows merged — never the tenant's records
+        one = (
+            f"({_RECORD_SELECT}{_RECORD_FROM} WHERE r.scope_id = %s AND {filters} "
+            "ORDER BY r.created_at DESC, r.seq DESC LIMIT %s)"
+        )
+        rows = yield Statement(
+            "SELECT * FROM (" + " UNION ALL ".join([one] * len(scope_ids)) + ") c "
+            "ORDER BY c.created_at DESC, c.seq DESC LIMIT %s",
+            [*(value for sid in scope_ids for value in (sid, *params, plan.limit + 1)), plan.limit + 1],
+        )
+    else:
+        scope_where, scope_params = _scope_condition(plan)
+        rows = yield Statement(
+            _RECORD_SELECT + _RECORD_FROM + " WHERE r.tenant = %s "
+            f"AND r.scope_id IN (SELECT sc.scope_id FROM memory_scopes sc WHERE {scope_where}) AND {filters} "
+            "ORDER BY r.created_at DESC, r.seq DESC LIMIT %s",
+            [plan.query.scope[TENANT_KEY], *scope_params, *params, plan.limit + 1],
+        )
     hits = [MemoryHit(record=_record(row)) for row in rows[: plan.limit]]
     if len(rows) > plan.limit:
         last = rows[plan.limit - 1]
@@ -670,70 +721,237 @@ def recent_op(plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
     return hits, None
 
 
-def ranked_op(plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
-    scope_where, scope_params = _scope_condition(plan)
-    filters, params = _record_filters(plan)
-    offset = (plan.cursor.offset or 0) if plan.cursor is not None else 0
-    lexemes = [lexeme(token) for token in plan.tokens]
-    # BM25 over the matches, with the searched scopes as the collection and a token's
-    # frequency in a record counted as presence: a record holds one fact, so words
-    # rarely repeat, and testing presence is a lookup where counting means unpacking
-    # every matched tsvector (2.7 times slower on a tenant-wide search). Scores are
-    # rounded so float noise never overrides the recency tiebreak.
-    sql = f"""
-        WITH stats AS (
-            SELECT greatest(coalesce(sum(sc.n_records), 0), 1)::float8 AS n,
-                   greatest(coalesce(sum(sc.n_tokens), 0)::float8
-                            / greatest(coalesce(sum(sc.n_records), 0), 1), 1) AS avgdl
-            FROM memory_scopes sc WHERE {scope_where}
-        ),
-        matched AS MATERIALIZED (
-            SELECT r.seq, r.created_at, r.n_tokens, r.tsv FROM memory_records r
-            WHERE r.tsv @@ %s::tsquery AND {filters}
-        ),
-        hit AS MATERIALIZED (
-            SELECT m.seq, q.lexeme FROM matched m
-            JOIN unnest(%s::text[], %s::tsquery[]) AS q(lexeme, probe) ON m.tsv @@ q.probe
-        ),
-        weight AS (
-            SELECT h.lexeme, greatest(ln((stats.n - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
-            FROM hit h CROSS JOIN stats GROUP BY h.lexeme, stats.n
-        ),
-        scored AS (
-            SELECT m.seq, m.created_at,
-                   round((sum(w.idf) * {_K1 + 1} / (1 + {_K1} * ({1 - _B} + {_B} * m.n_tokens / stats.avgdl)))
-                         ::numeric, 9) AS score
-            FROM hit h JOIN weight w USING (lexeme) JOIN matched m USING (seq) CROSS JOIN stats
-            GROUP BY m.seq, m.created_at, m.n_tokens, stats.avgdl
-        ),
-        page AS (
-            SELECT seq, score, created_at FROM scored
-            ORDER BY score DESC, created_at DESC, seq DESC LIMIT %s OFFSET %s
+class TermFrequencies:
+    """How common the commonest lexemes are, from PostgreSQL's own sample of the index
+    column (``pg_stats.most_common_elems`` of ``memory_records.tsv``, which ANALYZE and
+    autovacuum refresh), cached per store for a few minutes. A large scope's search reads
+    it to tell which tokens match so much of the scope that fetching all their matches
+    would cost more than ranking their newest ones. Without statistics (a table never
+    analyzed) no token counts as common and every search ranks exhaustively."""
+
+    def __init__(self) -> None:
+        self._shares: dict[str, float] = {}
+        self._at = -math.inf
+
+    def op(self) -> Op[dict[str, float]]:
+        if time.monotonic() - self._at < _STATS_TTL_S:
+            return self._shares
+        rows = yield Statement(
+            "SELECT st.most_common_elems::text::text[] AS lexemes, st.most_common_elem_freqs AS shares "
+            "FROM pg_stats st JOIN pg_class c ON c.relname = st.tablename "
+            "JOIN pg_namespace ns ON ns.oid = c.relnamespace AND ns.nspname = st.schemaname "
+            "WHERE c.oid = 'memory_records'::regclass AND st.attname = 'tsv'"
         )
-        {_RECORD_SELECT}, page.score::float8 AS score FROM page
-        JOIN memory_records r ON r.seq = page.seq JOIN memory_scopes s ON s.scope_id = r.scope_id
-        ORDER BY page.score DESC, page.created_at DESC, page.seq DESC
+        shares: dict[str, float] = {}
+        if rows and rows[0]["lexemes"] is not None:
+            # the shares array ends with three summary numbers; zip stops at the last lexeme
+            shares = dict(zip(rows[0]["lexemes"], map(float, rows[0]["shares"]), strict=False))
+        self._shares, self._at = shares, time.monotonic()
+        return shares
+
+
+def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+    """Relevance search: BM25 over the searched scopes, the same rules as SQLite's.
+
+    The collection is the searched scopes (record and token counters kept by triggers);
+    a token's presence stands for its frequency (a record holds one fact, so words rarely
+    repeat, and testing presence is a lookup where counting unpacks every ``tsvector``).
+    Scopes of up to :data:`_SMALL_SCOPE` records are ranked exhaustively in one
+    statement. In a larger one, tokens are taken rarest first and each only while it
+    could still lift a record into the page (MaxScore): tokens PostgreSQL's statistics
+    (:class:`TermFrequencies`) do not list as common have all their matches fetched and
+    their document frequency counted; a listed token is weighed from those statistics,
+    and has all its matches fetched when they are few, else its newest ones, within
+    :data:`_CANDIDATE_BUDGET` candidates. The ranking is exact unless that budget runs
+    out; then a query of stopwords ranks recent memories, as on SQLite. Its statements
+    run in one snapshot.
     """
-    rows = yield Statement(
-        sql,
-        [
-            *scope_params,
-            match_tsquery(plan),
-            *params,
-            lexemes,
-            [_quote(lex) for lex in lexemes],
-            plan.limit + 1,
-            offset,
-        ],
+    scope_where, scope_params = _scope_condition(plan)
+    offset = (plan.cursor.offset or 0) if plan.cursor is not None else 0
+    needed = offset + plan.limit + 1
+    budget = max(_CANDIDATE_BUDGET, needed * 4)
+    lexemes = [lexeme(token) for token in plan.tokens]
+    found = yield Statement(
+        "SELECT count(*) AS scopes, coalesce(sum(sc.n_records), 0) AS n, coalesce(sum(sc.n_tokens), 0) AS t, "
+        f"CASE WHEN count(*) <= {_FEW_SCOPES} THEN array_agg(sc.scope_id ORDER BY sc.scope_id) END AS ids, "
+        f"CASE WHEN count(*) <= {_FEW_SCOPES} THEN array_agg(sc.scope ORDER BY sc.scope_id) END AS texts "
+        f"FROM memory_scopes sc WHERE {scope_where}",
+        scope_params,
     )
-    hits = [MemoryHit(record=_record(row), score=float(row["score"])) for row in rows[: plan.limit]]
-    return hits, Cursor(offset=offset + plan.limit) if len(rows) > plan.limit else None
+    if not found[0]["scopes"]:
+        return [], None
+    search = _Ranking(plan, lexemes, n=max(int(found[0]["n"]), 1), tokens=int(found[0]["t"]), needed=needed)
+    scope_ids: list[int] | None = found[0]["ids"]
+    scope_texts: list[str] | None = found[0]["texts"]
+
+    shares: dict[str, float] = {}
+    if search.n > max(_SMALL_SCOPE, budget):
+        shares = yield from frequencies.op()
+    listed = sorted((lex for lex in lexemes if lex in shares), key=lambda lex: shares[lex])
+    counted = [lex for lex in lexemes if lex not in shares]
+    search.frequency.update({lex: min(search.n, round(shares[lex] * search.n)) for lex in listed})
+    search.weigh()
+    fetched: list[str] = []  # tokens whose every match is a candidate already
+    considered = 0
+    if counted:
+        total = search.take((yield search.every_match(_filter_tsquery(plan, scope_texts), counted, fetched)))
+        considered += total
+        fetched += counted
+    # a token matching more than this fetches its newest `room` matches (about room/share
+    # rows walked) rather than all of them (about share·n rows)
+    cut = math.sqrt(budget * search.n)
+    for index, lex in enumerate(listed):
+        bound = sum(search.weights[other] for other in listed[index:]) * _MAX_LENGTH_FACTOR
+        page = search.ranked()
+        if len(page) >= needed and page[needed - 1][0] > bound:
+            break  # no record holding only the remaining tokens can reach the page
+        room = budget - considered
+        if room <= 0:
+            break
+        if search.frequency[lex] < cut:
+            considered += search.take((yield search.every_match(_filter_tsquery(plan, scope_texts), [lex], fetched)))
+            fetched.append(lex)
+        else:
+            held = f" & !{_any_of(fetched)}" if fetched else ""
+            considered += search.take((yield search.newest_matches(scope_ids, _quote(lex) + held, room)))
+
+    page = search.ranked()
+    shown = page[offset : offset + plan.limit]
+    by_seq: dict[int, Row] = {}
+    if shown:
+        rows = yield Statement(_RECORD_SELECT + _RECORD_FROM + " WHERE r.seq = ANY(%s)", [[seq for _, _, seq in shown]])
+        by_seq = {int(row["seq"]): row for row in rows}
+    hits = [MemoryHit(record=_record(by_seq[seq]), score=score) for score, _, seq in shown]
+    return hits, Cursor(offset=offset + plan.limit) if len(page) > offset + plan.limit else None
 
 
-def list_op(plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+class _Ranking:
+    """One ranked search's statistics, weights and candidates, and the statements that
+    fetch candidates with each query token's presence."""
+
+    def __init__(self, plan: SearchPlan, lexemes: list[str], *, n: int, tokens: int, needed: int) -> None:
+        self.plan = plan
+        self.lexemes = lexemes
+        self.n = n
+        self.average = max(tokens / n, 1.0)
+        self.needed = needed
+        self.frequency: dict[str, int] = {}
+        self.weights: dict[str, float] = {}
+        self.candidates: dict[int, tuple[float, datetime, int]] = {}
+        self.filters, self.params = _record_filters(plan)
+        self.probes = [_quote(lex) for lex in lexemes]
+        self.presence = "ARRAY[" + ", ".join("r.tsv @@ %s::tsquery" for _ in lexemes) + "] AS p"
+
+    def weigh(self) -> None:
+        """Weights of the tokens whose document frequency is known so far."""
+        self.weights = {lex: ranking.idf(self.n, df) for lex, df in self.frequency.items()}
+
+    def every_match(self, scope_match: str, tokens: Sequence[str], fetched: Sequence[str]) -> Statement:
+        """Every match of ``tokens`` not holding an already fetched token, ranked in SQL;
+        the best ``needed`` come back, with the count of all and, per query token, how
+        many hold it (the document frequency of a token whose weight is not known yet)."""
+        indexes = range(1, len(self.lexemes) + 1)
+        count = ", ".join(f"count(*) FILTER (WHERE m.p[{i}])" for i in indexes)
+        floor = ranking.IDF_FLOOR
+        weigh = ", ".join(
+            f"coalesce(%s::float8, greatest(ln((%s::float8 - d.df[{i}] + 0.5) / (d.df[{i}] + 0.5)), {floor}))"
+            for i in indexes
+        )
+        relevance = " + ".join(f"CASE WHEN m.p[{i}] THEN w.idf[{i}] ELSE 0 END" for i in indexes)
+        match = f"{scope_match} & {_any_of(tokens)}" + (f" & !{_any_of(fetched)}" if fetched else "")
+        return Statement(
+            f"""
+            WITH m AS MATERIALIZED (
+                SELECT r.seq, r.created_at, r.n_tokens, {self.presence} FROM memory_records r
+                WHERE r.tsv @@ %s::tsquery AND {self.filters}
+            ),
+            d AS (SELECT count(*) AS total, ARRAY[{count}] AS df FROM m),
+            w AS MATERIALIZED (SELECT d.total, d.df, ARRAY[{weigh}] AS idf FROM d)
+            SELECT w.total, w.df, top.* FROM w LEFT JOIN LATERAL (
+                SELECT m.seq, m.created_at, m.n_tokens, m.p FROM m
+                ORDER BY round((({relevance}) * {ranking.K1 + 1} / (1 + {ranking.K1}
+                                * ({1 - ranking.B} + {ranking.B} * m.n_tokens / %s::float8)))::numeric, 9) DESC,
+                         m.created_at DESC, m.seq DESC
+                LIMIT %s
+            ) top ON true
+            """,
+            [
+                *self.probes,
+                match,
+                *self.params,
+                *(value for lex in self.lexemes for value in (self.weights.get(lex), self.n)),
+                self.average,
+                self.needed,
+            ],
+        )
+
+    def newest_matches(self, scope_ids: Sequence[int] | None, match: str, room: int) -> Statement:
+        """The newest ``room`` matches of ``match`` in the searched scopes: each scope's
+        recency index walked newest-first (a common token's matches turn up every few
+        rows), or the tenant's when the search reaches many scopes."""
+        columns = f"r.seq, r.created_at, r.n_tokens, {self.presence}"
+        # the match is wrapped so the planner cannot use the full-text index: it would
+        # gather every match of the common token (most of the scope) before sorting
+        if scope_ids is not None:
+            one = (
+                f"(SELECT {columns} FROM memory_records r WHERE r.scope_id = %s "
+                f"AND coalesce(r.tsv @@ %s::tsquery, false) AND {self.filters} "
+                "ORDER BY r.created_at DESC, r.seq DESC LIMIT %s)"
+            )
+            return Statement(
+                "SELECT * FROM (" + " UNION ALL ".join([one] * len(scope_ids)) + ") c "
+                "ORDER BY c.created_at DESC, c.seq DESC LIMIT %s",
+                [*(value for sid in scope_ids for value in (*self.probes, sid, match, *self.params, room)), room],
+            )
+        scope_where, scope_params = _scope_condition(self.plan)
+        return Statement(
+            f"SELECT {columns} FROM memory_records r WHERE r.tenant = %s "
+            f"AND r.scope_id IN (SELECT sc.scope_id FROM memory_scopes sc WHERE {scope_where}) "
+            f"AND coalesce(r.tsv @@ %s::tsquery, false) AND {self.filters} "
+            "ORDER BY r.created_at DESC, r.seq DESC LIMIT %s",
+            [
+                *self.probes,
+                self.plan.query.scope[TENANT_KEY],
+                *scope_params,
+                _filter_tsquery(self.plan) + " & " + match,
+                *self.params,
+                room,
+            ],
+        )
+
+    def take(self, rows: list[Row]) -> int:
+        """Score fetched candidates; returns how many matches the statement considered."""
+        if rows and "total" in rows[0]:
+            for lex, holders in zip(self.lexemes, rows[0]["df"], strict=True):
+                self.frequency.setdefault(lex, int(holders))
+            self.weigh()
+            considered = int(rows[0]["total"])
+            rows = [row for row in rows if row["seq"] is not None]
+        else:
+            considered = sum(1 for row in rows if int(row["seq"]) not in self.candidates)
+        for row in rows:
+            seq = int(row["seq"])
+            if seq not in self.candidates:
+                weight = sum(self.weights[lex] for lex, hit in zip(self.lexemes, row["p"], strict=True) if hit)
+                score = round(_bm25(weight, int(row["n_tokens"]), self.average), 9)
+                self.candidates[seq] = (score, row["created_at"], seq)
+        return considered
+
+    def ranked(self) -> list[tuple[float, datetime, int]]:
+        # relevance, then the newer record, then the later one in its batch
+        return sorted(self.candidates.values(), reverse=True)
+
+
+def _bm25(weight: float, length: int, average: float) -> float:
+    """BM25 of a record holding query tokens of this summed weight once each (the SQL
+    of :meth:`_Ranking.every_match` computes the same, in the same order)."""
+    return weight * (ranking.K1 + 1) / (1 + ranking.K1 * (1 - ranking.B + ranking.B * length / average))
+
+
+def list_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[MemoryHit], Cursor | None]]:
     if plan.empty:
         return [], None
-    return (yield from ranked_op(plan) if plan.ranked else recent_op(plan))
+    return (yield from ranked_op(plan, frequencies) if plan.ranked else recent_op(plan))
 
 
 def count_op(plan: SearchPlan) -> Op[ScopeCounts]:
@@ -875,6 +1093,7 @@ class PostgresMemoryStore(BaseMemoryStore):
         self._async_pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
         self._async_lock = threading.Lock()
         self._closed = False
+        self._frequencies = TermFrequencies()
         self._pool: ConnectionPool[Any] = ConnectionPool(
             url,
             min_size=min_size,
@@ -961,6 +1180,14 @@ class PostgresMemoryStore(BaseMemoryStore):
         with self._errors(), self._pool.connection() as conn:
             return _drive(conn, op)
 
+    def _snapshot(self, op: Op[T]) -> T:
+        """Run a read op of several statements in one read-only REPEATABLE READ
+        transaction: every statement sees the same state of the store."""
+        self._check_open()
+        with self._errors(), self._pool.connection() as conn, conn.transaction():
+            conn.execute(_SNAPSHOT)
+            return _drive(conn, op)
+
     def _in_transaction(self, op: Op[T]) -> T:
         self._check_open()
         with self._errors(), self._pool.connection() as conn, conn.transaction():
@@ -995,6 +1222,13 @@ class PostgresMemoryStore(BaseMemoryStore):
         with self._errors():
             pool = await self._async_pool()
             async with pool.connection() as conn:
+                return await _adrive(conn, op)
+
+    async def _asnapshot(self, op: Op[T]) -> T:
+        with self._errors():
+            pool = await self._async_pool()
+            async with pool.connection() as conn, conn.transaction():
+                await conn.execute(_SNAPSHOT)
                 return await _adrive(conn, op)
 
     async def _ain_transaction(self, op: Op[T]) -> T:
@@ -1125,7 +1359,11 @@ class PostgresMemoryStore(BaseMemoryStore):
         return self._read(fetch_op(ids))
 
     def _list(self, plan: SearchPlan) -> tuple[list[MemoryHit], Cursor | None]:
-        return self._read(list_op(plan))
+        return (
+            self._snapshot(list_op(plan, self._frequencies))
+            if plan.ranked
+            else self._read(list_op(plan, self._frequencies))
+        )
 
     def _scope_facets(self, scope: Scope | None, values_per_key: int) -> list[ScopeFacet]:
         return self._read(facets_op(scope, values_per_key))
@@ -1172,7 +1410,8 @@ class PostgresMemoryStore(BaseMemoryStore):
     async def asearch(self, query: SearchQueryLike, *, emit_event: bool = True) -> list[MemoryHit]:
         started = time.perf_counter()
         plan = self._plan(query)
-        hits = (await self._aread(list_op(plan)))[0]
+        op = list_op(plan, self._frequencies)
+        hits = (await (self._asnapshot(op) if plan.ranked else self._aread(op)))[0]
         if emit_event and self._observed:
             await self._aemit(self._search_event(plan, hits, started))
         return hits

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_admin.conformance import FakeClock, MemoryStoreConformance
-from memory_admin.conformance.kit import ACME, U1, U2, rec
+from memory_admin.conformance.kit import ACME, OTHER, U1, U2, rec
+from memory_admin.conformance.kit import contents as texts
 from memory_admin.errors import (
     MemoryConflictError,
     MemoryCorruptionError,
@@ -24,7 +25,7 @@ from memory_admin.errors import (
     MemoryValidationError,
     SchemaVersionError,
 )
-from memory_admin.store import InMemoryMemoryStore, open_store
+from memory_admin.store import InMemoryMemoryStore, RecordListQuery, open_store
 from memory_admin.store._sql import pair_token
 from memory_admin.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresMemoryStore
 from tests.postgres_cluster import REQUIRE_ALL_ENV, _unavailable, start_cluster
@@ -274,6 +275,38 @@ def test_tokens_beyond_the_lexeme_limit_match_exactly(postgres_url: str) -> None
         store.write([rec(f"starts {long_word} ends")])
         assert len(store.search({"scope": U1, "query": long_word})) == 1
         assert store.search({"scope": U1, "query": near_miss}) == []
+
+
+def test_a_large_scope_ranks_its_rarest_token_first_and_a_common_one_by_its_newest_matches(postgres_url: str) -> None:
+    with PostgresMemoryStore(postgres_url) as store:
+        oldest = store.write([rec("common zebra note")])[0]
+        for start in range(0, 1200, 400):
+            store.write([rec(f"common note n{i}") for i in range(start, start + 400)])
+        store.optimize()  # ANALYZE: PostgreSQL's statistics now list "common" as in every record
+        search = {"scope": U1, "query": "zebra common", "limit": 4}
+        first = store.list_records(RecordListQuery.model_validate({"search": search}))
+        assert "common" in store._frequencies._shares, "the large-scope path ran"
+        # the record holding the rare token leads; the rest weigh the same, so the newest follow
+        assert first.hits[0].record.id == oldest.id
+        assert texts(first.hits)[1:] == ["common note n1199", "common note n1198", "common note n1197"]
+        second = store.list_records(RecordListQuery.model_validate({"search": search, "cursor": first.next_cursor}))
+        assert texts(second.hits) == [f"common note n{i}" for i in range(1196, 1192, -1)]
+        assert second.next_cursor is not None
+
+
+def test_a_tenant_wide_search_over_many_scopes(postgres_url: str) -> None:
+    with PostgresMemoryStore(postgres_url) as store:
+        users = [{"tenant": "acme", "user": f"u{n}"} for n in range(20)]
+        rare = store.write([rec("common rare", users[3])])[0]
+        for batch in range(3):
+            store.write([rec(f"common b{batch} {n}", user) for n, user in enumerate(users) for _ in range(10)])
+        store.write([rec("common elsewhere", OTHER)])
+        store.optimize()
+        hits = store.search({"scope": ACME, "query": "rare common", "limit": 3})
+        assert "common" in store._frequencies._shares, "the large-scope path ran"
+        assert hits[0].record.id == rare.id
+        assert texts(hits[1:]) == ["common b2 19", "common b2 19"]
+        assert texts(store.search({"scope": ACME, "limit": 3})) == ["common b2 19"] * 3
 
 
 def test_database_errors_become_typed_errors(fresh_postgres_database: str) -> None:
