@@ -1,0 +1,66 @@
+"""The store benchmark command, run at a tiny size: it prints its report, never asserts timings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory_admin.bench.pg_cluster import ClusterUnavailable, find_bin_dir, server_user
+from memory_admin.bench.store import _redacted, main
+from tests.postgres_cluster import _unavailable
+
+
+def test_sqlite_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "store.md"
+    assert main(["--sizes", "1500", "--queries", "20", "--dir", str(tmp_path), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "cores (1-minute load average during the run: mean " in printed and ", SQLite 3." in printed
+    for operation in ("user search", "tenant search", "listing", "get"):
+        assert f"| {operation} | 1,500 |" in printed
+    assert "index merge (s)" in printed and "Targets at 1,500 records:" in printed
+    assert out.read_text().startswith(
+        f"# Store benchmark\n\n```\npython -m memory_admin.bench.store --sizes 1500 --queries 20 --dir {tmp_path}"
+    )
+
+
+@pytest.mark.postgres
+def test_postgres_report_on_a_throwaway_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        server_user()
+    except ClusterUnavailable as exc:
+        _unavailable(exc.reason)
+    if find_bin_dir() is None:
+        _unavailable("initdb and pg_ctl were not found")
+    out = tmp_path / "store-postgres.md"
+    assert main(["--postgres-throwaway", "--sizes", "1500", "--queries", "20", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "(fsync=on, synchronous_commit=on, full_page_writes=on," in printed, "PostgreSQL's durable defaults"
+    assert "a throwaway cluster on this machine" in printed
+    for operation in ("user search", "tenant search", "listing", "get"):
+        assert f"| {operation} | 1,500 |" in printed
+    assert "VACUUM ANALYZE (s)" in printed and "user-scoped search p99 ≤ 10 ms" in printed
+    assert "Of 20 user-scoped searches, the raw statement returned the store's ten records for " in printed
+    assert "python -m memory_admin.bench.store --postgres-throwaway --sizes 1500" in out.read_text()
+
+
+def test_the_printed_command_never_shows_a_password() -> None:
+    shown = _redacted(["--url", "postgresql://memory:s3cret@db/memory", "--sizes", "10"])
+    assert "s3cret" not in " ".join(shown) and "db" in shown[1]
+    assert "s3cret" not in _redacted(["--url=host=db password=s3cret dbname=memory"])[0]
+    assert _redacted(["--url", "postgresql://db/memory"]) == ["--url", "postgresql://db/memory"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--backend", "postgres"],
+        ["--postgres-throwaway", "--url", "postgresql://db/x"],
+        ["--url", "postgresql://db/x"],
+        ["--backend", "postgres", "--url", "postgresql://db/x", "--postgres-setting", "shared_buffers=1GB"],
+    ],
+    ids=["postgres-without-a-server", "both-servers", "url-for-sqlite", "setting-for-a-server-not-ours"],
+)
+def test_a_postgres_run_needs_exactly_one_server_and_sets_only_its_own(args: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(args)
