@@ -179,8 +179,6 @@ MIGRATIONS: list[str] = [
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
-# a ranked search's statements see one state of the store
-_SNAPSHOT = b"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 _MIGRATION_LOCK = 0x6D656D5F61646D31  # any constant; "mem_adm1" in ASCII
 _VISIBLE_ENUMERATION_LIMIT = 12  # viewer pairs; 2^11 candidate scopes at most
 
@@ -193,6 +191,7 @@ _MAX_POSITIONS = 256
 # larger ones score at most this many candidates per search
 _SMALL_SCOPE = 500
 _CANDIDATE_BUDGET = 200
+_SCOPE_SCAN = 500  # a ranked search over at most this many records reads its scopes whole
 _FEW_SCOPES = 16  # a search reaching at most this many stored scopes matches their whole-scope lexemes
 _STATS_TTL_S = 300.0
 # BM25's length factor (presence for term frequency) never exceeds its value at length 0
@@ -794,12 +793,17 @@ def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[M
     fetched: list[str] = []  # tokens whose every match is a candidate already
     considered = 0
     if counted:
-        total = search.take((yield search.every_match(_filter_tsquery(plan, scope_texts), counted, fetched)))
+        # a small scope is read whole; a larger one through the full-text index
+        whole = scope_ids if search.n <= _SCOPE_SCAN and not listed else None
+        total = search.take((yield search.every_match(_filter_tsquery(plan, scope_texts), counted, fetched, whole)))
         considered += total
         fetched += counted
-    # a token matching more than this fetches its newest `room` matches (about room/share
-    # rows walked) rather than all of them (about share·n rows)
-    cut = math.sqrt(budget * search.n)
+    # A token's m matches cost about m heap rows to fetch, plus the index scan, which
+    # visits the scope's postings (n of them, about an eighth of a row's cost each); its
+    # newest `budget` matches cost about budget·n/m rows walked. Past the m where the two
+    # meet, a token fetches only its newest matches.
+    scan = search.n / 8
+    cut = (math.sqrt(scan * scan + 4 * budget * search.n) - scan) / 2
     for index, lex in enumerate(listed):
         bound = sum(search.weights[other] for other in listed[index:]) * _MAX_LENGTH_FACTOR
         page = search.ranked()
@@ -817,11 +821,11 @@ def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[M
 
     page = search.ranked()
     shown = page[offset : offset + plan.limit]
-    by_seq: dict[int, Row] = {}
-    if shown:
-        rows = yield Statement(_RECORD_SELECT + _RECORD_FROM + " WHERE r.seq = ANY(%s)", [[seq for _, _, seq in shown]])
-        by_seq = {int(row["seq"]): row for row in rows}
-    hits = [MemoryHit(record=_record(by_seq[seq]), score=score) for score, _, seq in shown]
+    missing = [seq for _, _, seq in shown if seq not in search.records]
+    if missing:
+        rows = yield Statement(_RECORD_SELECT + _RECORD_FROM + " WHERE r.seq = ANY(%s)", [missing])
+        search.records.update((int(row["seq"]), row) for row in rows)
+    hits = [MemoryHit(record=_record(search.records[seq]), score=score) for score, _, seq in shown]
     return hits, Cursor(offset=offset + plan.limit) if len(page) > offset + plan.limit else None
 
 
@@ -838,6 +842,7 @@ class _Ranking:
         self.frequency: dict[str, int] = {}
         self.weights: dict[str, float] = {}
         self.candidates: dict[int, tuple[float, datetime, int]] = {}
+        self.records: dict[int, Row] = {}  # candidates that came back whole
         self.filters, self.params = _record_filters(plan)
         self.probes = [_quote(lex) for lex in lexemes]
         self.presence = "ARRAY[" + ", ".join("r.tsv @@ %s::tsquery" for _ in lexemes) + "] AS p"
@@ -846,10 +851,22 @@ class _Ranking:
         """Weights of the tokens whose document frequency is known so far."""
         self.weights = {lex: ranking.idf(self.n, df) for lex, df in self.frequency.items()}
 
-    def every_match(self, scope_match: str, tokens: Sequence[str], fetched: Sequence[str]) -> Statement:
+    def every_match(
+        self, scope_match: str, tokens: Sequence[str], fetched: Sequence[str], scope_ids: Sequence[int] | None = None
+    ) -> Statement:
         """Every match of ``tokens`` not holding an already fetched token, ranked in SQL;
-        the best ``needed`` come back, with the count of all and, per query token, how
-        many hold it (the document frequency of a token whose weight is not known yet)."""
+        the best ``needed`` come back as whole records, with the count of all and, per
+        query token, how many hold it (the document frequency of a token whose weight is
+        not known yet).
+        Found through the full-text index, or with ``scope_ids`` by reading those (small)
+        scopes whole: cheaper than probing a common token's long posting list for each."""
+        match = _any_of(tokens) + (f" & !{_any_of(fetched)}" if fetched else "")
+        where = "r.tsv @@ %s::tsquery"
+        params: list[Any] = [f"{scope_match} & {match}"]
+        if scope_ids is not None:
+            # wrapped, so the planner reads the scopes' rows rather than the full-text index
+            where = "r.scope_id = ANY(%s::bigint[]) AND coalesce(r.tsv @@ %s::tsquery, false)"
+            params = [list(scope_ids), match]
         indexes = range(1, len(self.lexemes) + 1)
         count = ", ".join(f"count(*) FILTER (WHERE m.p[{i}])" for i in indexes)
         floor = ranking.IDF_FLOOR
@@ -858,26 +875,28 @@ class _Ranking:
             for i in indexes
         )
         relevance = " + ".join(f"CASE WHEN m.p[{i}] THEN w.idf[{i}] ELSE 0 END" for i in indexes)
-        match = f"{scope_match} & {_any_of(tokens)}" + (f" & !{_any_of(fetched)}" if fetched else "")
+        # only which rows make the page is decided here (Python scores them again): no
+        # rounding, which would cost a numeric conversion per match
         return Statement(
             f"""
             WITH m AS MATERIALIZED (
                 SELECT r.seq, r.created_at, r.n_tokens, {self.presence} FROM memory_records r
-                WHERE r.tsv @@ %s::tsquery AND {self.filters}
+                WHERE {where} AND {self.filters}
             ),
             d AS (SELECT count(*) AS total, ARRAY[{count}] AS df FROM m),
             w AS MATERIALIZED (SELECT d.total, d.df, ARRAY[{weigh}] AS idf FROM d)
-            SELECT w.total, w.df, top.* FROM w LEFT JOIN LATERAL (
-                SELECT m.seq, m.created_at, m.n_tokens, m.p FROM m
-                ORDER BY round((({relevance}) * {ranking.K1 + 1} / (1 + {ranking.K1}
-                                * ({1 - ranking.B} + {ranking.B} * m.n_tokens / %s::float8)))::numeric, 9) DESC,
+            SELECT w.total, w.df, top.n_tokens, top.p, rec.* FROM w LEFT JOIN LATERAL (
+                SELECT m.seq, m.n_tokens, m.p FROM m
+                ORDER BY ({relevance}) * {ranking.K1 + 1} / (1 + {ranking.K1}
+                         * ({1 - ranking.B} + {ranking.B} * m.n_tokens / %s::float8)) DESC,
                          m.created_at DESC, m.seq DESC
                 LIMIT %s
             ) top ON true
+            LEFT JOIN LATERAL ({_RECORD_SELECT}{_RECORD_FROM} WHERE r.seq = top.seq) rec ON true
             """,
             [
                 *self.probes,
-                match,
+                *params,
                 *self.params,
                 *(value for lex in self.lexemes for value in (self.weights.get(lex), self.n)),
                 self.average,
@@ -935,6 +954,8 @@ class _Ranking:
                 weight = sum(self.weights[lex] for lex, hit in zip(self.lexemes, row["p"], strict=True) if hit)
                 score = round(_bm25(weight, int(row["n_tokens"]), self.average), 9)
                 self.candidates[seq] = (score, row["created_at"], seq)
+            if "id" in row:
+                self.records[seq] = row
         return considered
 
     def ranked(self) -> list[tuple[float, datetime, int]]:
@@ -1184,9 +1205,14 @@ class PostgresMemoryStore(BaseMemoryStore):
         """Run a read op of several statements in one read-only REPEATABLE READ
         transaction: every statement sees the same state of the store."""
         self._check_open()
-        with self._errors(), self._pool.connection() as conn, conn.transaction():
-            conn.execute(_SNAPSHOT)
-            return _drive(conn, op)
+        with self._errors(), self._pool.connection() as conn:
+            conn.isolation_level, conn.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
+            try:
+                with conn.transaction():  # one BEGIN carrying both
+                    return _drive(conn, op)
+            finally:
+                if not conn.closed:
+                    conn.isolation_level, conn.read_only = psycopg.IsolationLevel.READ_COMMITTED, False
 
     def _in_transaction(self, op: Op[T]) -> T:
         self._check_open()
@@ -1227,9 +1253,16 @@ class PostgresMemoryStore(BaseMemoryStore):
     async def _asnapshot(self, op: Op[T]) -> T:
         with self._errors():
             pool = await self._async_pool()
-            async with pool.connection() as conn, conn.transaction():
-                await conn.execute(_SNAPSHOT)
-                return await _adrive(conn, op)
+            async with pool.connection() as conn:
+                await conn.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
+                await conn.set_read_only(True)
+                try:
+                    async with conn.transaction():
+                        return await _adrive(conn, op)
+                finally:
+                    if not conn.closed:
+                        await conn.set_isolation_level(psycopg.IsolationLevel.READ_COMMITTED)
+                        await conn.set_read_only(False)
 
     async def _ain_transaction(self, op: Op[T]) -> T:
         with self._errors():
