@@ -804,6 +804,7 @@ def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[M
     # meet, a token fetches only its newest matches.
     scan = search.n / 8
     cut = (math.sqrt(scan * scan + 4 * budget * search.n) - scan) / 2
+    walking = False  # listed tokens come rarest first: once one walks, the rest do
     for index, lex in enumerate(listed):
         bound = sum(search.weights[other] for other in listed[index:]) * _MAX_LENGTH_FACTOR
         page = search.ranked()
@@ -816,6 +817,12 @@ def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[M
             considered += search.take((yield search.every_match(_filter_tsquery(plan, scope_texts), [lex], fetched)))
             fetched.append(lex)
         else:
+            if not walking:
+                # Walk the recency index, never gather the whole scope into a bitmap and
+                # sort it: the planner would, for any scope its statistics think small.
+                # Until the transaction ends; nothing after this needs a bitmap scan.
+                yield Statement("SET LOCAL enable_bitmapscan = off")
+                walking = True
             held = f" & !{_any_of(fetched)}" if fetched else ""
             considered += search.take((yield search.newest_matches(scope_ids, _quote(lex) + held, room)))
 
