@@ -225,9 +225,10 @@ _RECORD_SELECT = (
     + ") AS provenance"
 )
 _RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id"
+_FEW_SCOPES = 16  # listings over this many scopes walk one index instead of merging each scope's
 _SMALL_SCOPE = 500  # scopes this size are ranked exhaustively, from one index query
-_CANDIDATE_BUDGET = 200  # in larger scopes, records scored per query at most
-_DF_SAMPLE = 20_000  # document frequencies above this are estimated from the newest matches
+_CANDIDATE_BUDGET = 120  # in larger scopes, records scored per query at most
+_DF_SAMPLE = 2000  # document frequencies above this are estimated from how far back the newest matches reach
 _STATS_TTL_S = 300.0
 _VISIBLE_ENUMERATION_LIMIT = 12  # viewer pairs; 2^11 candidate scopes at most
 
@@ -976,25 +977,27 @@ class SqliteMemoryStore(BaseMemoryStore):
         if plan.cursor is not None:
             filters += " AND (r.created_at, r.rid) < (?, ?)"
             params += [plan.cursor.created_us, plan.cursor.seq]
-        if len(scopes) == 1:
-            # one scope: walk its index newest-first and stop at the limit
-            where = "r.scope_id = ?"
-            scope_params: list[Any] = [scopes[0][0]]
-            index = "memory_records_scope_recent"
+        order = "ORDER BY r.created_at DESC, r.rid DESC LIMIT ?"
+        select = _RECORD_SELECT + " FROM memory_records r {index} JOIN memory_scopes s ON s.scope_id = r.scope_id"
+        args: list[Any]
+        if len(scopes) <= _FEW_SCOPES:
+            # a few scopes: walk each one's index newest-first, stop at the limit, merge
+            part = f"SELECT * FROM ({select.format(index='INDEXED BY memory_records_scope_recent')} "
+            part += f"WHERE r.scope_id = ? AND {filters} {order})"
+            sql = " UNION ALL ".join([part] * len(scopes)) + " ORDER BY created_at DESC, rid DESC LIMIT ?"
+            args = [value for sid, _ in scopes for value in (sid, *params, plan.limit + 1)]
         else:
             store_size = int(conn.execute("SELECT coalesce(max(rid), 0) FROM memory_records").fetchone()[0])
             # walking the global recency index costs about limit / (share of matching rows)
             # entries; gathering and sorting the scopes' rows costs about `matching`
             walk_cost = (plan.limit + 1) * max(store_size, 1) / matching / 8
             index = "memory_records_recent" if walk_cost < matching else "memory_records_scope_recent"
-            where = "r.scope_id IN (SELECT value FROM json_each(?))"
-            scope_params = [_json_list(sid for sid, _ in scopes)]
-        sql = (
-            _RECORD_SELECT
-            + f" FROM memory_records r INDEXED BY {index} JOIN memory_scopes s ON s.scope_id = r.scope_id"
-            + f" WHERE {where} AND {filters} ORDER BY r.created_at DESC, r.rid DESC LIMIT ?"
-        )
-        rows = _record_rows(conn, sql, [*scope_params, *params, plan.limit + 1])
+            sql = (
+                select.format(index=f"INDEXED BY {index}")
+                + f" WHERE r.scope_id IN (SELECT value FROM json_each(?)) AND {filters} {order}"
+            )
+            args = [_json_list(sid for sid, _ in scopes), *params]
+        rows = _record_rows(conn, sql, [*args, plan.limit + 1])
         hits = [MemoryHit(record=record_from_row(row, _from_db_time)) for row in rows[: plan.limit]]
         if len(rows) > plan.limit:
             last = rows[plan.limit - 1]
@@ -1063,26 +1066,47 @@ class SqliteMemoryStore(BaseMemoryStore):
                 )
             ]
 
+        def score_rows(rows: Iterable[tuple[Any, ...]], *, matched: bool) -> None:
+            for rid, content, tags, created in rows:
+                try:
+                    if not isinstance(created, int):
+                        raise TypeError(created)
+                    text = content + " " + " ".join(json.loads(tags)) if tags else content
+                except (ValueError, TypeError):
+                    self._raise_corrupt(conn, rid)
+                value = ranking.score_text(text, average, weights)
+                if matched or value > 0:  # every weight is positive: 0 means no query word
+                    scored[rid] = (value, created)
+
         def score(rids: Sequence[int]) -> None:
             for start in range(0, len(rids), 500):
-                for rid, content, tags, created in conn.execute(
-                    "SELECT r.rid, r.content, r.tags, r.created_at FROM memory_records r "
-                    f"WHERE r.rid IN (SELECT value FROM json_each(?)) AND {filters}",
-                    [_json_list(rids[start : start + 500]), *params],
-                ):
-                    try:
-                        if not isinstance(created, int):
-                            raise TypeError(created)
-                        text = content + " " + " ".join(json.loads(tags)) if tags else content
-                    except (ValueError, TypeError):
-                        self._raise_corrupt(conn, rid)
-                    scored[rid] = (ranking.score_text(text, average, weights), created)
+                score_rows(
+                    conn.execute(
+                        "SELECT r.rid, r.content, r.tags, r.created_at FROM memory_records r "
+                        f"WHERE r.rid IN (SELECT value FROM json_each(?)) AND {filters}",
+                        [_json_list(rids[start : start + 500]), *params],
+                    ),
+                    matched=True,
+                )
 
         def order() -> list[tuple[int, tuple[float, int]]]:
             return sorted(scored.items(), key=lambda item: (-item[1][0], -item[1][1], -item[0]))
 
-        if scope_size <= max(_SMALL_SCOPE, budget):
-            # most scopes are small: one query finds every candidate, and the ranking is exact
+        if scope_size <= max(_SMALL_SCOPE, budget) and max(frequencies.values()) > scope_size:
+            # a small scope and a word commoner than the scope is large: reading the
+            # scope's rows is cheaper than probing that word's posting list per record
+            scope_ids = _json_list(sid for sid, _ in self._scopes_for(conn, plan))
+            score_rows(
+                conn.execute(
+                    "SELECT r.rid, r.content, r.tags, r.created_at FROM memory_records r "
+                    f"WHERE r.scope_id IN (SELECT value FROM json_each(?)) AND {filters}",
+                    [scope_ids, *params],
+                ),
+                matched=False,
+            )
+            ranked = order()
+        elif scope_size <= max(_SMALL_SCOPE, budget):
+            # a small scope of rare words: one index query finds every candidate
             score(matches(plan.tokens, scope_size))
             ranked = order()
         else:

@@ -222,3 +222,39 @@ def test_large_scopes_rank_exactly_while_the_budget_holds(tmp_path: Path, monkey
     assert len(stopwords_only) == 5, "past the budget, common tokens still find records"
     assert checked == 5
     sqlite.close()
+
+
+def test_listings_across_many_scopes_match_the_reference(tmp_path: Path) -> None:
+    """A tenant listing spans many scopes: pages come newest first, ties in batch order,
+    the same as the in-memory reference, whichever index the listing walks."""
+    from memory_admin.store import InMemoryMemoryStore, RecordListQuery
+
+    sqlite = SqliteMemoryStore(tmp_path / "m.sqlite3", persist_events=False)
+    memory = InMemoryMemoryStore(persist_events=False)
+    for batch in range(6):
+        items = [
+            {
+                "scope": {"tenant": "acme", "user": f"u{n}"},
+                "kind": "fact",
+                "content": f"b{batch} u{n}",
+                "provenance": PROV,
+            }
+            for n in range(25)
+        ]
+        sqlite.write(items)
+        memory.write(items)
+    for store in (sqlite, memory):
+        assert len(store.scope_facets({"tenant": "acme"})[1].values) == 25
+    pages = []
+    for store in (sqlite, memory):
+        seen, cursor = [], None
+        while True:
+            page = store.list_records(RecordListQuery(search={"scope": {"tenant": "acme"}, "limit": 7}, cursor=cursor))
+            seen += [hit.record.content for hit in page.hits]
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        pages.append(seen)
+    assert pages[0] == pages[1]
+    assert len(pages[0]) == 150 and pages[0][0] == "b5 u24"
+    sqlite.close()
