@@ -63,10 +63,6 @@ say that something was left out."""
 RECALL_QUERY_CHARS = 1000
 """User text longer than this is clipped before it is searched (head and tail kept)."""
 
-PIN_SCAN_LIMIT = 1000
-"""Pinned candidates are looked for among this many newest records of the scope (the
-store has no "has a target" filter yet)."""
-
 Tier = Literal["profile", "pinned", "hits", "recent"]
 DeferralReason = Literal["profile_slice", "budget"]
 TIERS: tuple[Tier, ...] = ("profile", "pinned", "hits", "recent")
@@ -313,9 +309,8 @@ def _gather(plan: _Plan, show_ids: bool) -> _Steps:
         found.profile = [hit.record for hit in hits]
     taken = {record.id for record in found.profile}
     if plan.pin_candidates > 0:
-        hits = yield plan.search(PIN_SCAN_LIMIT)
-        targeted = [hit.record for hit in hits if hit.record.target is not None and hit.record.id not in taken]
-        found.pinned = targeted[: plan.pin_candidates]
+        hits = yield plan.search(plan.pin_candidates + len(taken), targeted=True)
+        found.pinned = [hit.record for hit in hits if hit.record.id not in taken][: plan.pin_candidates]
         taken |= {record.id for record in found.pinned}
     new_hits: list[MemoryRecord] = []
     if plan.query is not None and plan.max_hits > 0:

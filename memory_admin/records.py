@@ -328,6 +328,8 @@ class MemorySearchQuery(_Model):
     tags: tuple[str, ...] | None = None
     keys: tuple[str, ...] | None = None
     key_match: Literal["exact", "prefix"] = "exact"
+    targeted: bool | None = None
+    """Only records that carry a target (True), or only those that carry none (False)."""
     agent: str | None = Field(default=None, min_length=1, max_length=200)
     as_of: UtcDatetime | None = None
     include_invalidated: bool = False

@@ -75,8 +75,8 @@ MIN_RESULT_CHARS = 1000
 MAX_TOOL_QUERY_CHARS = 1000
 MAX_TOOL_CONTENT_CHARS = 4000
 TARGET_SCAN_LIMIT = 1000
-"""A targeted save looks for a same-target record among this many newest records of
-the scope (the store has no target filter yet)."""
+"""A targeted save compares its target with this many of the scope's newest targeted
+records (the store filters on having a target, not on which one)."""
 
 NOT_FOUND_MESSAGE = "No memory with that id is available here."
 ToolName = Literal["memory_save", "memory_search", "memory_list", "memory_get", "memory_invalidate"]
@@ -691,7 +691,7 @@ class MemoryToolbox:
 
     def _target_holder(self, args: SaveArgs) -> Generator[_Op, Any, MemoryRecord | None]:
         limit = min(TARGET_SCAN_LIMIT, self.store.capabilities().max_limit)
-        query = MemorySearchQuery(scope=self.scope, limit=limit)
+        query = MemorySearchQuery(scope=self.scope, limit=limit, targeted=True)
         hits = yield _Op("search", (query,), quiet=True)
         for hit in hits:
             record: MemoryRecord = hit.record

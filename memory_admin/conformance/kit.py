@@ -380,6 +380,18 @@ class MemoryStoreConformance(ABC):
         assert sorted(contents(store.search({"scope": U1, "tags": ["Travel"]}))) == ["both", "one"]
         assert contents(store.search({"scope": U1, "tags": ["travel", "seat"]})) == ["both"]
 
+    def test_target_filter(self, store: Any) -> None:
+        store.write(
+            [
+                rec("a proposed heuristic", target={"primitive": "judgment", "domain": "triage", "slot": "heuristics"}),
+                rec("a plain fact"),
+            ]
+        )
+        assert contents(store.search({"scope": U1, "targeted": True})) == ["a proposed heuristic"]
+        assert contents(store.search({"scope": U1, "targeted": False})) == ["a plain fact"]
+        assert contents(store.search({"scope": U1, "targeted": True, "query": "a"})) == ["a proposed heuristic"]
+        assert len(store.search({"scope": U1})) == 2
+
     def test_key_filters(self, store: Any) -> None:
         store.write(
             [

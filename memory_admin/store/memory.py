@@ -78,6 +78,8 @@ def passes_filters(record: MemoryRecord, plan: SearchPlan) -> bool:
             return False
         if query.key_match == "prefix" and not any(record.key.startswith(k) for k in query.keys):
             return False
+    if query.targeted is not None and (record.target is not None) != query.targeted:
+        return False
     if not plan.include_expired and record.is_expired(plan.now):
         return False
     if query.as_of is not None:

@@ -633,6 +633,8 @@ def _record_filters(plan: SearchPlan) -> tuple[str, list[Any]]:
         else:
             clauses.append("EXISTS (SELECT 1 FROM unnest(%s::text[]) AS k(prefix) WHERE starts_with(r.key, k.prefix))")
         params.append(list(query.keys))
+    if query.targeted is not None:
+        clauses.append("r.target IS NOT NULL" if query.targeted else "r.target IS NULL")
     if not plan.include_expired:
         clauses.append("(r.expires_at IS NULL OR r.expires_at > %s)")
         params.append(plan.now)

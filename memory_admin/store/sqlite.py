@@ -948,6 +948,8 @@ class SqliteMemoryStore(BaseMemoryStore):
                 clauses.append("(" + " OR ".join("substr(r.key, 1, ?) = ?" for _ in query.keys) + ")")
                 for prefix in query.keys:
                     params += [len(prefix), prefix]
+        if query.targeted is not None:
+            clauses.append("r.target IS NOT NULL" if query.targeted else "r.target IS NULL")
         if not plan.include_expired:
             clauses.append("(r.expires_at IS NULL OR r.expires_at > ?)")
             params.append(_to_db_time(plan.now))
