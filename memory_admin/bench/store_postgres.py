@@ -24,8 +24,8 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memory_admin.bench.corpus import Corpus, batched
-from memory_admin.bench.store import BATCH, LoadSampler, progress, timed
+from memory_admin.bench.corpus import Corpus
+from memory_admin.bench.store import LoadSampler, ingest_rate, timed
 from memory_admin.scope import scope_json
 from memory_admin.store._sql import dumps
 from memory_admin.store.postgres import (
@@ -221,23 +221,11 @@ def run_size(size: int, url: str, queries: int) -> dict[str, Any]:
     result: dict[str, Any] = {"size": size, "server": server_settings(url)}
     try:
         store = PostgresMemoryStore(store_url, persist_events=False)
-        started = time.perf_counter()
-        done = 0
-        for batch in batched(corpus.inputs(size), BATCH):
-            store.write(batch)
-            done += len(batch)
-            progress("store ingest", done, size, started)
-        result["ingest_per_s"] = size / (time.perf_counter() - started)
+        result["ingest_per_s"] = ingest_rate("store ingest", store.write, corpus, size)
 
         PostgresMemoryStore(raw_url, persist_events=False).close()  # the same schema, empty
         raw_ingest = RawPostgres(raw_url)
-        started = time.perf_counter()
-        done = 0
-        for batch in batched(corpus.inputs(size), BATCH):
-            raw_ingest.write(batch)
-            done += len(batch)
-            progress("raw ingest", done, size, started)
-        result["raw_ingest_per_s"] = size / (time.perf_counter() - started)
+        result["raw_ingest_per_s"] = ingest_rate("raw ingest", raw_ingest.write, corpus, size)
         raw_ingest.conn.close()
         _fresh_schemas(url, RAW_SCHEMA, create=False)  # its disk back before the measurements
 
