@@ -1,6 +1,6 @@
 """Dashboard benchmark: server time of the pages people use, on a big memory file.
 
-    python -m memory_admin.bench.dashboard --records 1000000 [--out docs/benchmarks/dashboard.md]
+    python -m memory_admin.dashboard.bench --records 1000000 [--out docs/benchmarks/dashboard.md]
 
 Builds (or reuses) a SQLite memory file of ``--records`` synthetic records
 (:mod:`memory_admin.bench.corpus`) plus 10-deep supersede chains, then requests each
@@ -321,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = args.path or Path("var/bench") / f"dashboard-{args.records}.sqlite3"
     path.parent.mkdir(parents=True, exist_ok=True)
     results = run(path, args.records, args.samples)
-    command = "python -m memory_admin.bench.dashboard " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m memory_admin.dashboard.bench " + " ".join(argv if argv is not None else sys.argv[1:])
     text = report(results, command.strip())
     sys.stdout.write(text)
     if args.out:
