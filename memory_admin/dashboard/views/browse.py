@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.forms import BrowseFilters, BrowseForm
-from memory_admin.dashboard.permissions import Access, AmbiguousScope, access_for
+from memory_admin.dashboard.permissions import Access, AmbiguousScope, ScopeResolution, access_for
 from memory_admin.dashboard.views.common import admin_store, page_size, render_region
 from memory_admin.records import MemoryHit
 from memory_admin.scope import TENANT_KEY, Scope, format_scope
@@ -62,18 +62,11 @@ def browse_context(
 ) -> dict[str, Any]:
     """Everything the browser shows for ``filters``, confined to ``access``."""
     context: dict[str, Any] = {"access": access, "filters": filters}
-    requested = filters.scope
-    if requested is None and not access.sees_anything:
+    if filters.scope is None and not access.sees_anything:
         return context
-    if requested is None:
-        choices = scope_choices(store, access)
-        if len(choices) != 1:
-            return {**context, "choices": choices}
-        requested = choices[0].scope
-    try:
-        resolution = access.resolve(requested)
-    except AmbiguousScope as exc:
-        return {**context, "choices": [ScopeChoice(s) for s in exc.options], "ambiguous": True}
+    resolution = resolve_scope(store, access, filters.scope)
+    if isinstance(resolution, PickScope):
+        return {**context, **resolution.context()}
     page = store.list_records(filters.list_query(resolution.scope, page_size()))
     hits: list[MemoryHit] = [hit for hit in page.hits if access.allows(hit.record.scope)]
     facets = store.scope_facets(resolution.scope, values_per_key=FACET_VALUES)
@@ -86,6 +79,31 @@ def browse_context(
         "next_cursor": page.next_cursor,
         "facets": [_facet(f, resolution.scope, params or QueryDict()) for f in facets],
     }
+
+
+@dataclass(frozen=True)
+class PickScope:
+    """No single scope to show: the user picks one of ``choices``."""
+
+    choices: list[ScopeChoice]
+    ambiguous: bool = False
+
+    def context(self) -> dict[str, Any]:
+        return {"choices": self.choices, "ambiguous": self.ambiguous}
+
+
+def resolve_scope(store: BaseMemoryStore, access: Access, requested: Scope | None) -> ScopeResolution | PickScope:
+    """The scope a page shows: the one requested, narrowed to the grants; with none
+    requested, the user's only starting scope — or the choices to offer."""
+    if requested is None:
+        choices = scope_choices(store, access)
+        if len(choices) != 1:
+            return PickScope(choices)
+        requested = choices[0].scope
+    try:
+        return access.resolve(requested)
+    except AmbiguousScope as exc:
+        return PickScope([ScopeChoice(s) for s in exc.options], ambiguous=True)
 
 
 def scope_choices(store: BaseMemoryStore, access: Access) -> list[ScopeChoice]:

@@ -14,8 +14,8 @@ from django.views.decorators.http import require_GET, require_POST
 from memory_admin.dashboard import curation
 from memory_admin.dashboard.forms import ScopeForm, SweepForm
 from memory_admin.dashboard.health import build_health
-from memory_admin.dashboard.permissions import Ability, Access, AmbiguousScope, access_for
-from memory_admin.dashboard.views.browse import ScopeChoice, scope_choices
+from memory_admin.dashboard.permissions import Ability, Access, access_for
+from memory_admin.dashboard.views.browse import PickScope, resolve_scope
 from memory_admin.dashboard.views.common import admin_store, render_region, see_other
 from memory_admin.records import utc_now
 from memory_admin.scope import Scope, format_scope
@@ -42,15 +42,9 @@ def health_context(store: BaseMemoryStore, access: Access, requested: Scope | No
     }
     if not access.sees_anything:
         return context
-    if requested is None:
-        choices = scope_choices(store, access)
-        if len(choices) != 1:
-            return {**context, "choices": choices}
-        requested = choices[0].scope
-    try:
-        resolution = access.resolve(requested)
-    except AmbiguousScope as exc:
-        return {**context, "choices": [ScopeChoice(s) for s in exc.options], "ambiguous": True}
+    resolution = resolve_scope(store, access, requested)
+    if isinstance(resolution, PickScope):
+        return {**context, **resolution.context()}
     report = build_health(store, resolution.scope, utc_now(), visible=access.allows)
     return {
         **context,

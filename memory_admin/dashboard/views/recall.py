@@ -7,7 +7,6 @@ tables, so the page reads the same without JavaScript.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -24,7 +23,7 @@ from memory_admin.dashboard.recall_view import (
     tier_summary,
     tiers_in_order,
 )
-from memory_admin.dashboard.views.browse import ScopeChoice, scope_choices
+from memory_admin.dashboard.views.browse import PickScope, ScopeChoice, resolve_scope, scope_choices
 from memory_admin.dashboard.views.common import event_store, render_region
 from memory_admin.errors import MemoryValidationError
 from memory_admin.events import AnyEvent, EventQuery, MemoryRecallEvent, StoredEvent
@@ -50,28 +49,13 @@ def recall_overview(request: HttpRequest) -> HttpResponse:
     return render_region(request, OVERVIEW, "recall", {"form": form, **context})
 
 
-@dataclass(frozen=True)
-class PickScope:
-    """No single scope to show: the user picks one of ``choices``."""
-
-    choices: list[ScopeChoice]
-    ambiguous: bool = False
-
-
 def chosen_scope(store: BaseMemoryStore, access: Access, requested: Scope | None) -> Scope | PickScope | None:
     """The scope to read events under (``None``: every tenant, for admins who asked for
     none), narrowed to the grants — or the choices to offer."""
-    if requested is None:
-        if access.all_tenants:
-            return None
-        choices = scope_choices(store, access)
-        if len(choices) != 1:
-            return PickScope(choices)
-        requested = choices[0].scope
-    try:
-        return access.resolve(requested).scope
-    except AmbiguousScope as exc:
-        return PickScope([ScopeChoice(s) for s in exc.options], ambiguous=True)
+    if requested is None and access.all_tenants:
+        return None
+    resolution = resolve_scope(store, access, requested)
+    return resolution if isinstance(resolution, PickScope) else resolution.scope
 
 
 def recall_context(store: BaseMemoryStore, access: Access, data: dict[str, Any], params: QueryDict) -> dict[str, Any]:
@@ -80,7 +64,7 @@ def recall_context(store: BaseMemoryStore, access: Access, data: dict[str, Any],
         return context
     scope = chosen_scope(store, access, data["scope"])
     if isinstance(scope, PickScope):
-        return {**context, "choices": scope.choices, "ambiguous": scope.ambiguous}
+        return {**context, **scope.context()}
     scan = read_recall_events(store, scope=scope, agent=data["agent"], since=data["since"], until=data["until"])
     visible = [stored for stored in scan.events if access.allows(stored.event.scope)]
     series = summarize(
