@@ -75,9 +75,14 @@ class MemoryCorruptionError(MemoryStoreError):
 
     code = "corruption"
 
-    def __init__(self, record_id: str, raw: Mapping[str, Any], detail: str) -> None:
+    def __init__(
+        self, record_id: str, raw: Mapping[str, Any], detail: str, *, scope: Mapping[str, str] | None = None
+    ) -> None:
         self.record_id = record_id
         self.raw = dict(raw)
+        # the row's scope when it still parses (a flat map of strings), so a curator can
+        # find and repair the row without reading the raw payload
+        self.scope: dict[str, str] | None = dict(scope) if scope is not None else None
         super().__init__(
             f"Stored memory record {record_id!r} is corrupt ({detail}). "
             "Inspect the raw payload, then repair or delete the row.",

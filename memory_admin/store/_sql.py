@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memory_admin.errors import MemoryCorruptionError
+from memory_admin.errors import MemoryCorruptionError, MemoryValidationError
 from memory_admin.records import MemoryRecord, validation_problems
-from memory_admin.scope import AGENT_KEY, TENANT_KEY
+from memory_admin.scope import AGENT_KEY, TENANT_KEY, canonical_scope
 
 RECORD_COLUMNS = (
     "id",
@@ -150,9 +150,21 @@ def record_from_row(row: Mapping[str, Any], from_db_time: Callable[[Any], dateti
         return MemoryRecord.model_validate(data)
     except ValidationError as exc:
         detail = "; ".join(f"{p['loc']}: {p['msg']}" for p in validation_problems(exc)[:3])
-        raise MemoryCorruptionError(record_id, _raw(row), detail) from None
+        raise MemoryCorruptionError(record_id, _raw(row), detail, scope=_row_scope(row)) from None
     except (ValueError, TypeError, KeyError, OverflowError) as exc:
-        raise MemoryCorruptionError(record_id, _raw(row), f"{type(exc).__name__}: {exc}") from None
+        raise MemoryCorruptionError(
+            record_id, _raw(row), f"{type(exc).__name__}: {exc}", scope=_row_scope(row)
+        ) from None
+
+
+def _row_scope(row: Mapping[str, Any]) -> dict[str, str] | None:
+    """The scope of a row that may be corrupt, canonical, when its JSON still makes a
+    valid scope; else ``None``."""
+    try:
+        value = json.loads(row.get("scope") or "null")
+        return canonical_scope(value) if isinstance(value, dict) else None
+    except (TypeError, ValueError, MemoryValidationError):
+        return None
 
 
 def _raw(row: Mapping[str, Any]) -> dict[str, Any]:

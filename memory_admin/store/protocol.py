@@ -9,14 +9,14 @@ them once, at bind time, with :func:`require_memory`. The conformance kit
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_admin.errors import CapabilityError
-from memory_admin.events import AnyEvent, EventQuery, StoredEvent
+from memory_admin.events import AnyEvent, EventQuery, EventSink, StoredEvent
 from memory_admin.records import (
     MemoryHit,
     MemoryRecord,
@@ -99,7 +99,7 @@ class MemoryStore(Protocol):
         """
         ...
 
-    def search(self, query: SearchQueryLike) -> list[MemoryHit]:
+    def search(self, query: SearchQueryLike, *, emit_event: bool = True) -> list[MemoryHit]:
         """Scoped search; the scope filter is required.
 
         With ``query``: records sharing at least one :func:`~memory_admin.tokenize.tokenize`
@@ -108,6 +108,10 @@ class MemoryStore(Protocol):
         are excluded unless ``include_invalidated``; expired records never appear.
         ``limit=0`` returns ``[]``; a negative limit or one above the backend's maximum
         is a validation error.
+
+        ``emit_event=False`` skips the ``agent.memory.search`` event, for a caller that
+        reports the search in an event of its own (recall's ``agent.memory.recall``) or
+        must leave no trace (a dashboard preview).
         """
         ...
 
@@ -137,7 +141,7 @@ class MemoryStore(Protocol):
         ...
 
     async def awrite(self, inputs: Sequence[WriteInputLike]) -> list[MemoryRecord]: ...
-    async def asearch(self, query: SearchQueryLike) -> list[MemoryHit]: ...
+    async def asearch(self, query: SearchQueryLike, *, emit_event: bool = True) -> list[MemoryHit]: ...
     async def aget(self, record_id: str) -> MemoryRecord | None: ...
     async def ainvalidate(self, record_id: str, reason: str | None = None) -> MemoryRecord: ...
     async def adelete(self, record_id: str) -> bool: ...
@@ -251,6 +255,17 @@ class AdminMemoryStore(MemoryStore, Protocol):
         concurrent writes."""
         ...
 
+    def iter_records(self, query: RecordListQuery, *, page_size: int = 500) -> Iterator[MemoryRecord]:
+        """Every record of a listing, page by page: bounded memory, for exports."""
+        ...
+
+    def import_records(
+        self, records: Sequence[MemoryRecord | Mapping[str, object]], *, skip_existing: bool = False
+    ) -> int:
+        """Insert records verbatim (ids, times, chains, tombstoned links) in one
+        transaction, to move a store's contents; returns how many went in."""
+        ...
+
     def scope_facets(self, scope: Mapping[str, str] | None = None, *, values_per_key: int = 50) -> list[ScopeFacet]:
         """Distinct scope keys and values with record counts, among records whose scope
         contains ``scope``'s pairs (all records when ``None``)."""
@@ -294,12 +309,40 @@ class EventLogStore(MemoryStore, Protocol):
         """Persist ``event`` (when the log is on) and deliver it to the sinks. Never raises."""
         ...
 
+    def add_sink(self, sink: EventSink) -> None:
+        """Deliver every future event to ``sink`` too."""
+        ...
+
+    def record_event(self, event: AnyEvent) -> StoredEvent:
+        """Persist one event now and return it with its id (raises on failure, unlike :meth:`emit`)."""
+        ...
+
+    def import_events(self, events: Sequence[StoredEvent | Mapping[str, object]]) -> int:
+        """Insert events verbatim, ids included; an id already in the log is skipped."""
+        ...
+
     def query_events(self, query: EventQuery) -> list[StoredEvent]:
         """Events matching ``query``, newest first."""
         ...
 
-    def get_event(self, event_id: int) -> StoredEvent | None: ...
+    def get_event(self, event_id: int) -> StoredEvent | None:
+        """One event by id, recall previews included; ``None`` if unknown."""
+        ...
 
     def prune_events(self, before: datetime) -> int:
         """Delete events older than ``before``; returns how many went. Records are untouched."""
+        ...
+
+
+@runtime_checkable
+class FullMemoryStore(ErasableMemoryStore, AdminMemoryStore, EventLogStore, Protocol):
+    """A store with every extension: what the dashboard, copies between stores and the
+    conformance kit work with. Every bundled backend is one."""
+
+    def optimize(self) -> None:
+        """Compact indexes after a large import; safe at any time."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections, async ones on the running loop included."""
         ...

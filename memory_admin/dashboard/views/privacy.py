@@ -9,7 +9,6 @@ never narrowed or widened to fit a grant.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import messages
@@ -22,9 +21,9 @@ from memory_admin.dashboard import curation
 from memory_admin.dashboard.forms import DeleteForm, EraseForm, ScopeForm
 from memory_admin.dashboard.permissions import Ability, Access, NotVisible, access_for
 from memory_admin.dashboard.views.common import admin_store, see_other
-from memory_admin.errors import MemoryCorruptionError, MemoryValidationError
+from memory_admin.errors import MemoryCorruptionError
 from memory_admin.records import MemoryRecord
-from memory_admin.scope import Scope, canonical_scope, format_scope
+from memory_admin.scope import Scope, format_scope
 from memory_admin.store import BaseMemoryStore, ErasureReport
 
 DELETE = "dashboard/record_delete.html"
@@ -44,20 +43,11 @@ def _deletable(request: HttpRequest, record_id: str) -> dict[str, Any]:
     try:
         record = access.visible_record(store.get(record_id), record_id)
     except MemoryCorruptionError as exc:
-        scope = _raw_scope(exc.raw)
+        scope = exc.scope
         if scope is None or not access.allows(scope):
             raise NotVisible(f"Memory record {record_id}") from None
         return {"access": access, "store": store, "record_id": record_id, "scope": scope, "corrupt": exc}
     return {"access": access, "store": store, "record_id": record.id, "scope": record.scope, "record": record}
-
-
-def _raw_scope(raw: dict[str, Any]) -> Scope | None:
-    try:
-        value = raw.get("scope")
-        loaded = json.loads(value) if isinstance(value, str) else value
-        return canonical_scope(loaded) if isinstance(loaded, dict) else None
-    except (ValueError, TypeError, MemoryValidationError):
-        return None
 
 
 @require_GET
