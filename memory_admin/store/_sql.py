@@ -1,23 +1,106 @@
-"""Helpers shared by the SQL backends: row ↔ record conversion, scope tokens.
+"""The SQL layer both SQL backends build on.
 
 Both SQLite and PostgreSQL store a record as one row with JSON text for the structured
 fields; this module is the one place that knows that shape, so a corrupt row is
-reported the same way by every backend.
+reported the same way by every backend. Every piece of SQL is an *op*: a generator that
+yields :class:`Statement` objects and receives their rows, each indexable by column
+name (see :mod:`memory_admin.steps`),
+so one op runs on a SQLite connection, a psycopg connection or a psycopg async
+connection alike. What differs between the two databases — placeholders, list
+parameters, tag containment, the time codec, JSON containment, the primary-key column —
+is a :class:`Dialect`; record filters, the event log's queries, the corruption scan and
+the enumeration of visible scopes are built once from it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from itertools import combinations
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from memory_admin.errors import MemoryCorruptionError, MemoryValidationError
+from memory_admin.events import AnyEvent, EventQuery, StoredEvent, parse_event
 from memory_admin.records import MemoryRecord, validation_problems
-from memory_admin.scope import AGENT_KEY, TENANT_KEY, canonical_scope
+from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, canonical_scope, scope_json
+from memory_admin.store.plan import SearchPlan
+from memory_admin.store.protocol import CorruptionScan, CorruptRecord
+from memory_admin.store.ranking import VISIBLE_ENUMERATION_LIMIT
+
+T = TypeVar("T")
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement and its bound parameters."""
+
+    sql: str
+    params: Sequence[Any] = ()
+    raw: bool = False
+    """Rows as plain tuples (a hot loop's statements), not by column name."""
+    many: bool = False
+    """``params`` is a list of parameter rows: the statement runs once per row."""
+
+
+Op = Generator[Statement, list[Any], T]
+"""A database operation: yields statements, receives each one's rows (as dicts), returns
+a value. The statements of one op run on one connection, in the caller's transaction."""
+
+
+def no_statements(value: T) -> Op[T]:
+    """An op that needs no SQL (a primitive a backend answers from memory)."""
+    return value
+    yield  # pragma: no cover - makes this a generator
+
+
+class Dialect(ABC):
+    """What differs between the SQL backends' text, and nothing else: each backend
+    subclasses it with a handful of one-line answers, and every shared builder below
+    asks it. ``p`` is the placeholder; ``key`` the records' integer key column (it
+    follows insertion order); ``true`` the literal for an empty condition."""
+
+    p: str
+    key: str
+    true: str
+
+    @abstractmethod
+    def to_db_time(self, value: datetime) -> Any: ...
+
+    @abstractmethod
+    def from_db_time(self, value: Any) -> datetime: ...
+
+    @abstractmethod
+    def one_of(self, column: str, values: Iterable[Any]) -> tuple[str, list[Any]]:
+        """``column`` is one of ``values`` (one list parameter, however long)."""
+
+    @abstractmethod
+    def tags_contain(self, column: str, tags: Sequence[str]) -> tuple[str, list[Any]]:
+        """The JSON array in ``column`` holds every one of ``tags``."""
+
+    @abstractmethod
+    def key_prefix(self, column: str, prefixes: Sequence[str]) -> tuple[str, list[Any]]:
+        """``column`` starts with one of ``prefixes``."""
+
+    @abstractmethod
+    def events_under(self, scope: Scope) -> tuple[str, list[Any]]:
+        """Events whose scope contains ``scope``'s pairs (subset match: ``user=u1``
+        never reaches ``user=u10``)."""
+
+    @abstractmethod
+    def flag(self, column: str, value: bool) -> str:
+        """A boolean column equals ``value``."""
+
+    @abstractmethod
+    def json_param(self) -> str:
+        """The placeholder of a parameter stored in a JSON column."""
+
 
 RECORD_COLUMNS = (
     "id",
@@ -171,3 +254,173 @@ def _raw(row: Mapping[str, Any]) -> dict[str, Any]:
     return {
         key: (value if isinstance(value, (str, int, float, type(None))) else repr(value)) for key, value in row.items()
     }
+
+
+# --- shared builders and ops ----------------------------------------------------------
+
+
+def record_filters(d: Dialect, plan: SearchPlan) -> tuple[str, list[Any]]:
+    """SQL conditions on ``r`` (the records table) for every filter of a search plan
+    except scope and text: kinds, tags, keys, the target flag, expiry, ``as_of`` and
+    invalidation."""
+    query = plan.query
+    clauses: list[str] = []
+    params: list[Any] = []
+
+    def add(clause: str, values: Sequence[Any]) -> None:
+        clauses.append(clause)
+        params.extend(values)
+
+    if query.kinds is not None:
+        add(*d.one_of("r.kind", query.kinds))
+    if query.tags:
+        add(*d.tags_contain("r.tags", query.tags))
+    if query.keys is not None:
+        add(*(d.one_of("r.key", query.keys) if query.key_match == "exact" else d.key_prefix("r.key", query.keys)))
+    if query.targeted is not None:
+        add("r.target IS NOT NULL" if query.targeted else "r.target IS NULL", ())
+    if not plan.include_expired:
+        add(f"(r.expires_at IS NULL OR r.expires_at > {d.p})", [d.to_db_time(plan.now)])
+    if query.as_of is not None:
+        as_of = d.to_db_time(query.as_of)
+        add(f"r.created_at <= {d.p} AND (r.expires_at IS NULL OR r.expires_at > {d.p})", [as_of, as_of])
+        if not query.include_invalidated:
+            add(f"(r.invalid_at IS NULL OR r.invalid_at > {d.p})", [as_of])
+    elif not query.include_invalidated:
+        add("r.invalid_at IS NULL", ())
+    return (" AND ".join(clauses) or d.true), params
+
+
+def visible_candidates(viewer: Scope, agent: str | None) -> list[Scope]:
+    """Every scope a viewer sees under visible match, canonical: the tenant plus any
+    subset of the viewer's other pairs, the agent convention applied."""
+    if len(viewer) > VISIBLE_ENUMERATION_LIMIT:
+        raise MemoryValidationError(
+            f"A visible-match scope holds at most {VISIBLE_ENUMERATION_LIMIT} pairs.",
+            [{"loc": "scope", "msg": "too many pairs for visible match"}],
+        )
+    others = [key for key in viewer if key != TENANT_KEY]
+    candidates = []
+    for size in range(len(others) + 1):
+        for keys in combinations(others, size):
+            subset = {TENANT_KEY: viewer[TENANT_KEY], **{k: viewer[k] for k in keys}}
+            if agent is None or subset.get(AGENT_KEY, agent) == agent:
+                candidates.append(dict(sorted(subset.items())))
+    return candidates
+
+
+def event_row(d: Dialect, event: AnyEvent) -> list[Any]:
+    """The event log's columns after its id, in table order."""
+    return [
+        event.type,
+        d.to_db_time(event.at),
+        event.scope[TENANT_KEY],
+        scope_json(event.scope),
+        event.agent,
+        bool(getattr(event, "preview_run", False)),
+        event.model_dump_json(),
+    ]
+
+
+def query_events_op(d: Dialect, query: EventQuery) -> Op[list[StoredEvent]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+
+    def add(clause: str, values: Sequence[Any]) -> None:
+        clauses.append(clause)
+        params.extend(values)
+
+    if query.types is not None:
+        add(*d.one_of("type", query.types))
+    if query.since is not None:
+        add(f"at >= {d.p}", [d.to_db_time(query.since)])
+    if query.until is not None:
+        add(f"at < {d.p}", [d.to_db_time(query.until)])
+    if query.scope is not None:
+        add(*d.events_under(query.scope))
+    if query.agent is not None:
+        add(f"agent = {d.p}", [query.agent])
+    if query.before_id is not None:
+        add(f"eid < {d.p}", [query.before_id])
+    if not query.include_previews:
+        add(d.flag("preview", False), ())
+    sql = "SELECT eid, body FROM memory_events"
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
+    rows = yield Statement(f"{sql} ORDER BY eid DESC LIMIT {d.p}", [*params, query.limit])
+    return [StoredEvent(id=int(row["eid"]), event=parse_event(row["body"])) for row in rows]
+
+
+def prune_events_op(d: Dialect, before: datetime) -> Op[int]:
+    rows = yield Statement(f"DELETE FROM memory_events WHERE at < {d.p} RETURNING 1", [d.to_db_time(before)])
+    return len(rows)
+
+
+def erase_events_op(d: Dialect, scope: Scope, *, dry_run: bool) -> Op[int]:
+    """Count (dry run) or delete the events under ``scope``; returns how many."""
+    where, params = d.events_under(scope)
+    if dry_run:
+        rows = yield Statement(f"SELECT count(*) AS n FROM memory_events WHERE {where}", params)
+        return int(rows[0]["n"])
+    return len((yield Statement(f"DELETE FROM memory_events WHERE {where} RETURNING 1", params)))
+
+
+def kind_counts_op(d: Dialect, scope_ids: Sequence[int]) -> Op[dict[str, int]]:
+    where, params = d.one_of("scope_id", scope_ids)
+    rows = yield Statement(
+        f"SELECT kind, count(*) AS n FROM memory_records WHERE {where} GROUP BY kind ORDER BY kind", params
+    )
+    return {row["kind"]: int(row["n"]) for row in rows}
+
+
+def scan_corrupt_op(
+    d: Dialect,
+    select: str,
+    scope_where: tuple[str, list[Any]] | None,
+    limit: int,
+    max_rows: int | None,
+) -> Op[CorruptionScan]:
+    """Validate every row reached by ``select`` (a record select ending in its FROM
+    clause, ``r`` the records), in key order, a thousand at a time: up to ``limit``
+    corrupt rows, at most ``max_rows`` rows checked."""
+    where, params = scope_where if scope_where is not None else ("", [])
+    if where:
+        where = f" AND {where}"
+    corrupt: list[CorruptRecord] = []
+    checked = last = 0
+    while len(corrupt) < limit and (max_rows is None or checked < max_rows):
+        chunk = 1000 if max_rows is None else min(1000, max_rows - checked)
+        rows = yield Statement(
+            f"{select} WHERE r.{d.key} > {d.p}{where} ORDER BY r.{d.key} LIMIT {d.p}", [last, *params, chunk]
+        )
+        for row in rows:
+            try:
+                record_from_row(row, d.from_db_time)
+            except MemoryCorruptionError as exc:
+                corrupt.append(CorruptRecord(id=exc.record_id, detail=exc.extras["detail"], raw=exc.raw))
+        checked += len(rows)
+        if len(rows) < chunk:
+            return CorruptionScan(checked=checked, corrupt=corrupt[:limit], complete=True)
+        last = int(rows[-1][d.key])
+    return CorruptionScan(checked=checked, corrupt=corrupt[:limit], complete=False)
+
+
+def newest_ids_op(d: Dialect, scope_ids: Sequence[int], limit: int) -> Op[list[str]]:
+    where, params = d.one_of("scope_id", scope_ids)
+    rows = yield Statement(
+        f"SELECT id FROM memory_records WHERE {where} ORDER BY created_at DESC, {d.key} DESC LIMIT {d.p}",
+        [*params, limit],
+    )
+    return [row["id"] for row in rows]
+
+
+def append_events_op(d: Dialect, events: Sequence[AnyEvent]) -> Op[list[int]]:
+    ids = []
+    for event in events:
+        rows = yield Statement(
+            "INSERT INTO memory_events (type, at, tenant, scope, agent, preview, body) "
+            f"VALUES ({d.p}, {d.p}, {d.p}, {d.json_param()}, {d.p}, {d.p}, {d.p}) RETURNING eid",
+            event_row(d, event),
+        )
+        ids.append(int(rows[0]["eid"]))
+    return ids

@@ -1,10 +1,15 @@
-"""The public store API, written once over a few backend primitives.
+"""The public store API, written once over a backend's primitives.
 
-:class:`BaseMemoryStore` validates input, stamps ids and times, plans a write batch
-(supersedes, key upserts, the batch tie), runs it in one backend transaction and emits
-events after commit. A backend implements a transaction object and a listing
-primitive; every rule in :mod:`memory_admin.store.protocol` lives here, not in the
-backends, so they cannot drift apart.
+Every store operation (write a batch, search, list, get, invalidate, delete, erase,
+sweep, the event log) is written here once, as *steps*: a flow validates its input and
+yields :class:`Unit` objects — one unit of work, run in one transaction of a given
+:data:`Mode` — whose steps call the backend's :class:`Session` primitives. Primitives are
+ops (:mod:`memory_admin.store._sql`): generators that yield SQL statements, or no
+statement at all for the in-memory backend. Two drivers run every flow: :meth:`_drive`
+(sync) and :meth:`_adrive` (async). How a backend answers a unit is its driver choice —
+SQLite runs the sync driver on a worker thread, PostgreSQL runs the same statements on
+an async connection — never a second copy of a rule. No backend overrides a public
+method of :class:`BaseMemoryStore`.
 """
 
 from __future__ import annotations
@@ -14,11 +19,11 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from memory_admin.errors import (
     CapabilityError,
@@ -51,7 +56,10 @@ from memory_admin.records import (
     utc_now,
 )
 from memory_admin.scope import Scope, canonical_scope, scope_json
+from memory_admin.steps import arun_steps, run_steps
+from memory_admin.store._sql import Op, Statement
 from memory_admin.store.ids import IdFactory
+from memory_admin.store.plan import Cursor, SearchPlan, now_us
 from memory_admin.store.protocol import (
     ChainLink,
     CorruptionScan,
@@ -67,6 +75,7 @@ from memory_admin.store.protocol import (
 from memory_admin.tokenize import unique_tokens
 
 Clock = Callable[[], datetime]
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 MAX_QUERY_TOKENS = 64
@@ -77,60 +86,13 @@ DEFAULT_MAX_CONTENT_CHARS = 10_000
 DEFAULT_MAX_LIMIT = 1000
 DEFAULT_MAX_BATCH = 10_000
 
+Mode = Literal["read", "snapshot", "write", "maintain"]
+"""How a unit runs: ``read`` (each statement sees committed data), ``snapshot`` (all of
+them one consistent state), ``write`` (one serialised, atomic write transaction) or
+``maintain`` (outside any transaction: checkpoints, VACUUM)."""
 
-@dataclass(frozen=True)
-class Cursor:
-    """Where the next page starts: after ``(created_us, seq)`` for a recency listing,
-    at ``offset`` for a ranked one."""
-
-    created_us: int | None = None
-    seq: int | None = None
-    offset: int | None = None
-
-    def encode(self) -> str:
-        if self.offset is not None:
-            return f"o{self.offset}"
-        return f"r{self.created_us}.{self.seq}"
-
-    @classmethod
-    def decode(cls, text: str) -> Cursor:
-        try:
-            if text.startswith("o"):
-                offset = int(text[1:])
-                if offset < 0:
-                    raise ValueError
-                return cls(offset=offset)
-            if text.startswith("r"):
-                created, _, seq = text[1:].partition(".")
-                return cls(created_us=int(created), seq=int(seq))
-        except ValueError:
-            pass
-        raise MemoryValidationError(
-            "That page cursor is not one this store issued; start from the first page.",
-            [{"loc": "cursor", "msg": "malformed cursor"}],
-        )
-
-
-@dataclass(frozen=True)
-class SearchPlan:
-    """A validated search, ready for a backend."""
-
-    query: MemorySearchQuery
-    tokens: tuple[str, ...]
-    now: datetime
-    limit: int
-    include_expired: bool = False
-    cursor: Cursor | None = None
-
-    @property
-    def ranked(self) -> bool:
-        return self.query.query is not None
-
-    @property
-    def empty(self) -> bool:
-        """True when the plan can match nothing: ``limit=0``, or a query without tokens
-        (no letters or digits, so it shares no token with any record)."""
-        return self.limit == 0 or (self.ranked and not self.tokens)
+Slot = tuple[Scope, str, str]
+"""A key slot: ``(scope, kind, key)``; one live record holds it at a time."""
 
 
 @dataclass
@@ -139,23 +101,6 @@ class Invalidation:
     at: datetime
     reason: str | None
     superseded_by: str | None = None
-
-
-class BatchReader(Protocol):
-    """What planning a write batch reads: its named predecessors and its key-slot holders."""
-
-    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
-    def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None: ...
-
-
-class WriteTransaction(BatchReader, Protocol):
-    """The primitives a backend offers inside one atomic write transaction."""
-
-    def insert(self, records: Sequence[MemoryRecord]) -> None: ...
-    def invalidate(self, change: Invalidation) -> None: ...
-    def delete(self, record_id: str) -> bool: ...
-    def erase(self, scope: Scope, now: datetime, *, dry_run: bool) -> ErasureReport: ...
-    def expired_ids(self, scope: Scope, now: datetime) -> list[str]: ...
 
 
 @dataclass
@@ -167,14 +112,101 @@ class PlannedBatch:
     invalidations: list[Invalidation] = field(default_factory=list)
 
 
-def now_us(moment: datetime) -> int:
-    """Microseconds since the epoch: the integer time every SQL backend compares on."""
-    return (int(moment.timestamp()) * 1_000_000) + moment.microsecond
+class BatchReader(Protocol):
+    """What planning a write batch reads: its named predecessors and its key-slot holders."""
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
+    def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None: ...
+
+
+class BatchReads:
+    """The records a batch names and the live holders of its key slots, read (and, on
+    a server database, locked) before planning starts."""
+
+    def __init__(self, records: Iterable[MemoryRecord], slots: Iterable[Slot]) -> None:
+        self._by_id = {record.id: record for record in records}
+        wanted = {(scope_json(scope), kind, key) for scope, kind, key in slots}
+        self._holders = {
+            (scope_json(r.scope), r.kind, r.key): r
+            for r in self._by_id.values()
+            if r.key is not None and r.invalid_at is None and (scope_json(r.scope), r.kind, r.key) in wanted
+        }
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
+        return {i: self._by_id[i] for i in ids if i in self._by_id}
+
+    def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None:
+        return self._holders.get((scope_json(scope), kind, key))
+
+
+class Session(Protocol):
+    """A backend's primitives, valid inside one unit of work. Each returns an op; the
+    unit's mode decides the transaction they share."""
+
+    def get_many(self, ids: Sequence[str], *, lock: bool = False) -> Op[dict[str, MemoryRecord]]:
+        """The records with these ids that exist (corrupt rows raise); ``lock`` holds them
+        until the write unit ends."""
+        ...
+
+    def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot]) -> Op[list[MemoryRecord]]:
+        """The records with these ids and the live holders of these key slots, after
+        taking whatever locks the batch's scopes need."""
+        ...
+
+    def insert(self, records: Sequence[MemoryRecord]) -> Op[None]: ...
+    def invalidate(self, changes: Sequence[Invalidation]) -> Op[None]: ...
+    def delete(self, record_id: str) -> Op[bool]: ...
+    def expired_ids(self, scope: Scope, now: datetime) -> Op[list[str]]: ...
+
+    def scopes_under(self, scope: Scope, *, lock: bool) -> Op[list[tuple[int, Scope]]]:
+        """Every stored scope containing ``scope``'s pairs, with its handle."""
+        ...
+
+    def kind_counts(self, scope_ids: Sequence[int]) -> Op[dict[str, int]]: ...
+    def newest_ids(self, scope_ids: Sequence[int], limit: int) -> Op[list[str]]: ...
+    def erase_events(self, scope: Scope, *, dry_run: bool) -> Op[int]: ...
+
+    def drop_scopes(self, scope_ids: Sequence[int]) -> Op[None]:
+        """Delete these scopes and every record in them."""
+        ...
+
+    def search(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]: ...
+    def count(self, plan: SearchPlan) -> Op[ScopeCounts]: ...
+    def facets(self, scope: Scope | None, values_per_key: int) -> Op[list[ScopeFacet]]: ...
+    def find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> Op[CorruptionScan]: ...
+    def append_events(self, events: Sequence[AnyEvent]) -> Op[list[int]]: ...
+    def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]: ...
+    def prune_events(self, before: datetime) -> Op[int]: ...
+    def import_events(self, events: Sequence[StoredEvent]) -> Op[int]: ...
+
+    def scrub(self) -> Op[None]:
+        """After forgetting (``maintain`` mode): leave no forgotten byte in the store's
+        files (checkpoint the write-ahead log). A no-op where there is nothing to do."""
+        ...
+
+    def optimize(self) -> Op[None]: ...
+
+
+@dataclass(frozen=True)
+class Unit(Generic[T]):
+    """One unit of work: ``steps`` run against a :class:`Session` in one transaction of
+    ``mode``."""
+
+    mode: Mode
+    steps: Callable[[Session], Op[T]]
+
+
+Flow = Generator[Unit[Any], Any, T]
+"""A whole operation: validation, the units it runs, what happens after they commit."""
 
 
 def clean_reason(reason: str | None) -> str | None:
     if reason is None:
         return None
+    if not isinstance(reason, str):
+        raise MemoryValidationError(
+            "An invalidation reason is text (or None).", [{"loc": "reason", "msg": "expected a string"}]
+        )
     cleaned = " ".join(reason.split())
     if len(cleaned) > MAX_REASON_CHARS:
         raise MemoryValidationError(
@@ -184,7 +216,7 @@ def clean_reason(reason: str | None) -> str | None:
     return cleaned or None
 
 
-def _check_id(record_id: object) -> str:
+def check_id(record_id: object) -> str:
     if not isinstance(record_id, str) or not record_id or len(record_id) > MAX_ID_CHARS:
         raise MemoryValidationError(
             "A record id is a non-empty string of at most 64 characters.",
@@ -194,9 +226,12 @@ def _check_id(record_id: object) -> str:
 
 
 class BaseMemoryStore(ABC):
-    """The public API of every backend. Subclasses implement the primitives below."""
+    """The public API of every backend. A backend declares its :attr:`capabilities_data`
+    and implements :meth:`_open` (a session and a statement runner for a unit's mode);
+    a backend with native async connections also implements :meth:`_aopen`."""
 
-    backend_name = "memory_store"
+    backend_name: ClassVar[str] = "memory_store"
+    capabilities_data: ClassVar[MemoryStoreCapabilities]
 
     def __init__(self, *, clock: Clock = utc_now, sinks: Iterable[EventSink] = (), persist_events: bool = True) -> None:
         self._clock = clock
@@ -204,53 +239,41 @@ class BaseMemoryStore(ABC):
         self._persist_events = persist_events
         self._ids = IdFactory()
 
-    # --- primitives ---------------------------------------------------------------
+    # --- the backend's part ---------------------------------------------------------
 
     @abstractmethod
-    def capabilities(self) -> MemoryStoreCapabilities: ...
+    def _open(self, mode: Mode) -> AbstractContextManager[tuple[Session, Callable[[Statement], list[Any]]]]:
+        """A session for one unit of ``mode`` and the function that runs its statements.
+        Leaving the context commits (or, if the block raised, rolls back)."""
 
-    @abstractmethod
-    def _transaction(self) -> AbstractContextManager[WriteTransaction]:
-        """An atomic, serialised write transaction; rolled back if the block raises."""
+    def _run_unit(self, unit: Unit[T]) -> T:
+        with self._open(unit.mode) as (session, execute):
+            return run_steps(unit.steps(session), execute)
 
-    @abstractmethod
-    def _get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
-        """The records with these ids that exist (corrupt rows raise)."""
+    async def _arun_unit(self, unit: Unit[T]) -> T:
+        """Run a unit from async code. The default runs the sync driver on a worker
+        thread; a backend with native async connections runs the same steps on one."""
+        return await asyncio.to_thread(self._run_unit, unit)
 
-    @abstractmethod
-    def _list(self, plan: SearchPlan) -> tuple[list[MemoryHit], Cursor | None]:
-        """One page of a search plan, and the cursor of the next page (if any)."""
-
-    @abstractmethod
-    def _scope_facets(self, scope: Scope | None, values_per_key: int) -> list[ScopeFacet]: ...
-
-    @abstractmethod
-    def _count_records(self, plan: SearchPlan) -> ScopeCounts: ...
-
-    def _append_event(self, event: AnyEvent) -> StoredEvent:
-        raise CapabilityError(self.backend_name, ["events"])
-
-    def _query_events(self, query: EventQuery) -> list[StoredEvent]:
-        raise CapabilityError(self.backend_name, ["events"])
-
-    def _prune_events(self, before: datetime) -> int:
-        raise CapabilityError(self.backend_name, ["events"])
-
-    def _import_events(self, events: Sequence[StoredEvent]) -> int:
-        """Insert events with their ids, skipping ids already present; returns how many went in."""
-        raise CapabilityError(self.backend_name, ["events"])
-
-    def _after_forget(self) -> None:
-        """Called after a delete or erase commits; backends scrub their files here."""
-
-    def optimize(self) -> None:
-        """Compact the store's indexes after a large import; a no-op where there is
-        nothing to compact. Safe to call at any time."""
+    def capabilities(self) -> MemoryStoreCapabilities:
+        return self.capabilities_data
 
     def close(self) -> None:
         """Release resources. The default store holds none."""
 
-    # --- events -------------------------------------------------------------------
+    async def aclose(self) -> None:
+        """Release connections, async ones on the running loop included (see :meth:`close`)."""
+        self.close()
+
+    # --- the drivers ----------------------------------------------------------------
+
+    def _drive(self, flow: Flow[T]) -> T:
+        return run_steps(flow, self._run_unit)
+
+    async def _adrive(self, flow: Flow[T]) -> T:
+        return await arun_steps(flow, self._arun_unit)
+
+    # --- events -----------------------------------------------------------------------
 
     def add_sink(self, sink: EventSink) -> None:
         """Deliver every future event to ``sink`` too."""
@@ -270,52 +293,70 @@ class BaseMemoryStore(ABC):
         event reports stands."""
         if self._logging_events:
             try:
-                self._append_event(event)
+                self._run_unit(Unit("write", lambda s: s.append_events([event])))
             except Exception:
                 log.exception("could not persist %s event", event.type)
         deliver(self._sinks, event)
 
+    def _emit_all(self, events: Iterable[AnyEvent]) -> None:
+        if self._observed:
+            for event in events:
+                self.emit(event)
+
     def record_event(self, event: AnyEvent) -> StoredEvent:
         """Persist one event and return it with its id (raises on failure, unlike :meth:`emit`)."""
-        return self._append_event(event)
+        [event_id] = self._run_unit(Unit("write", lambda s: s.append_events([event])))
+        return StoredEvent(id=event_id, event=event)
+
+    def _events_unit(self, mode: Mode, steps: Callable[[Session], Op[T]]) -> Unit[T]:
+        if not self.capabilities().events:
+            raise CapabilityError(self.backend_name, ["events"])
+        return Unit(mode, steps)
 
     def query_events(self, query: EventQuery | Mapping[str, object]) -> list[StoredEvent]:
-        return self._query_events(parse_model(EventQuery, query, what="event query"))
+        parsed = parse_model(EventQuery, query, what="event query")
+        return self._run_unit(self._events_unit("read", lambda s: s.query_events(parsed)))
 
     def get_event(self, event_id: int) -> StoredEvent | None:
-        found = self._query_events(EventQuery(before_id=event_id + 1, limit=1, include_previews=True))
+        found = self.query_events(EventQuery(before_id=event_id + 1, limit=1, include_previews=True))
         return found[0] if found and found[0].id == event_id else None
 
     def prune_events(self, before: datetime) -> int:
-        return self._prune_events(before)
+        return self._run_unit(self._events_unit("write", lambda s: s.prune_events(before)))
 
     def import_events(self, events: Sequence[StoredEvent | Mapping[str, object]]) -> int:
         """Insert events verbatim, ids included (moving an event log between stores). An id
         already in the log is skipped, so a copy can be resumed; returns how many went in."""
         parsed = [parse_model(StoredEvent, event, what=f"event {i}") for i, event in enumerate(events)]
-        return self._import_events(parsed) if parsed else 0
+        if not parsed:
+            return 0
+        return self._run_unit(self._events_unit("write", lambda s: s.import_events(parsed)))
 
     # --- write --------------------------------------------------------------------
 
     def write(self, inputs: Sequence[WriteInputLike]) -> list[MemoryRecord]:
+        return self._drive(self._write(inputs))
+
+    async def awrite(self, inputs: Sequence[WriteInputLike]) -> list[MemoryRecord]:
+        return await self._adrive(self._write(inputs))
+
+    def _write(self, inputs: Sequence[WriteInputLike]) -> Flow[list[MemoryRecord]]:
         items = self._validate_batch(inputs)
         if not items:
             return []
-        batch = self._commit_batch(items)
-        self._emit_writes(batch)
+        batch: PlannedBatch = yield Unit("write", lambda s: self._write_steps(s, items))
+        self._emit_all(self._write_events(batch))
         return batch.records
 
-    def _commit_batch(self, items: list[MemoryWriteInput]) -> PlannedBatch:
-        """Plan validated inputs against the store and apply them in one transaction.
-
-        A backend overrides this when it must take its locks before planning reads
-        anything (PostgreSQL locks every scope of the batch first, in one order).
-        """
-        with self._transaction() as tx:
-            batch = self._plan_batch(tx, items)
-            for change in batch.invalidations:
-                tx.invalidate(change)
-            tx.insert(batch.records)
+    def _write_steps(self, s: Session, items: list[MemoryWriteInput]) -> Op[PlannedBatch]:
+        """Read (and lock) what the batch names, plan it, apply it."""
+        slots = [(item.scope, item.kind, item.key) for item in items if item.key is not None]
+        named = sorted({item.supersedes for item in items if item.supersedes})
+        reads = BatchReads((yield from s.batch_reads(named, slots)), slots)
+        batch = self._plan_batch(reads, items)
+        if batch.invalidations:
+            yield from s.invalidate(batch.invalidations)
+        yield from s.insert(batch.records)
         return batch
 
     def _validate_batch(self, inputs: Sequence[WriteInputLike]) -> list[MemoryWriteInput]:
@@ -461,11 +502,6 @@ class BaseMemoryStore(ABC):
             )
         return predecessor
 
-    def _emit_writes(self, batch: PlannedBatch) -> None:
-        if self._observed:
-            for event in self._write_events(batch):
-                self.emit(event)
-
     @staticmethod
     def _write_events(batch: PlannedBatch) -> list[MemoryWriteEvent]:
         """One write event per distinct scope of a committed batch."""
@@ -489,7 +525,15 @@ class BaseMemoryStore(ABC):
     # --- read ---------------------------------------------------------------------
 
     def get(self, record_id: str) -> MemoryRecord | None:
-        return self._get_many([_check_id(record_id)]).get(record_id)
+        return self._drive(self._get(record_id))
+
+    async def aget(self, record_id: str) -> MemoryRecord | None:
+        return await self._adrive(self._get(record_id))
+
+    def _get(self, record_id: str) -> Flow[MemoryRecord | None]:
+        check_id(record_id)
+        found: dict[str, MemoryRecord] = yield Unit("read", lambda s: s.get_many([record_id]))
+        return found.get(record_id)
 
     def _plan(
         self,
@@ -522,16 +566,28 @@ class BaseMemoryStore(ABC):
         )
 
     def search(self, query: SearchQueryLike, *, emit_event: bool = True) -> list[MemoryHit]:
-        """See :meth:`MemoryStore.search`. ``emit_event=False`` skips the
-        ``agent.memory.search`` event: for callers that report the search in an event of
-        their own (recall reports its searches in ``agent.memory.recall``), so one
-        assembly is not counted twice and a dashboard preview leaves no trace."""
+        """See :meth:`MemoryStore.search`."""
+        return self._drive(self._search(query, emit_event))
+
+    async def asearch(self, query: SearchQueryLike, *, emit_event: bool = True) -> list[MemoryHit]:
+        return await self._adrive(self._search(query, emit_event))
+
+    def _search(self, query: SearchQueryLike, emit_event: bool) -> Flow[list[MemoryHit]]:
         started = time.perf_counter()
         plan = self._plan(query)
-        hits = self._run(plan)[0]
-        if emit_event and self._observed:
-            self.emit(self._search_event(plan, hits, started))
+        hits: list[MemoryHit] = (yield from self._page(plan))[0]
+        if emit_event:
+            self._emit_all([self._search_event(plan, hits, started)] if self._observed else [])
         return hits
+
+    def _page(self, plan: SearchPlan) -> Flow[tuple[list[MemoryHit], Cursor | None]]:
+        if plan.empty:
+            return [], None
+        # a ranked search reads several statements that must agree; a listing reads one
+        page: tuple[list[MemoryHit], Cursor | None] = yield Unit(
+            "snapshot" if plan.ranked else "read", lambda s: s.search(plan)
+        )
+        return page
 
     @staticmethod
     def _search_event(plan: SearchPlan, hits: Sequence[MemoryHit], started: float) -> MemorySearchEvent:
@@ -549,21 +605,27 @@ class BaseMemoryStore(ABC):
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
 
-    def _run(self, plan: SearchPlan) -> tuple[list[MemoryHit], Cursor | None]:
-        if plan.empty:
-            return [], None
-        return self._list(plan)
-
     # --- curation -----------------------------------------------------------------
 
     def invalidate(self, record_id: str, reason: str | None = None) -> MemoryRecord:
-        _check_id(record_id)
+        return self._drive(self._invalidate(record_id, reason))
+
+    async def ainvalidate(self, record_id: str, reason: str | None = None) -> MemoryRecord:
+        return await self._adrive(self._invalidate(record_id, reason))
+
+    def _invalidate(self, record_id: str, reason: str | None) -> Flow[MemoryRecord]:
+        check_id(record_id)
         cleaned = clean_reason(reason)
-        with self._transaction() as tx:
-            result, change = self._invalidation(record_id, tx.get_many([record_id]).get(record_id), cleaned)
+
+        def steps(s: Session) -> Op[MemoryRecord]:
+            current = (yield from s.get_many([record_id], lock=True)).get(record_id)
+            result, change = self._invalidation(record_id, current, cleaned)
             if change is not None:
-                tx.invalidate(change)
-        return result
+                yield from s.invalidate([change])
+            return result
+
+        record: MemoryRecord = yield Unit("write", steps)
+        return record
 
     def _invalidation(
         self, record_id: str, current: MemoryRecord | None, reason: str | None
@@ -579,32 +641,65 @@ class BaseMemoryStore(ABC):
         return current.model_copy(update={"invalid_at": now, "invalid_reason": reason, "updated_at": now}), change
 
     def delete(self, record_id: str) -> bool:
-        _check_id(record_id)
-        with self._transaction() as tx:
-            existed = tx.delete(record_id)
+        return self._drive(self._delete(record_id))
+
+    async def adelete(self, record_id: str) -> bool:
+        return await self._adrive(self._delete(record_id))
+
+    def _delete(self, record_id: str) -> Flow[bool]:
+        check_id(record_id)
+        existed: bool = yield Unit("write", lambda s: s.delete(record_id))
         if existed:
-            self._after_forget()
+            yield from self._scrub()
         return existed
+
+    def _scrub(self) -> Flow[None]:
+        yield Unit("maintain", lambda s: s.scrub())
 
     # --- erasure extension --------------------------------------------------------
 
     def erase(self, scope: Mapping[str, str]) -> ErasureReport:
-        canonical = canonical_scope(scope)
-        with self._transaction() as tx:
-            report = tx.erase(canonical, self._clock(), dry_run=False)
-        self._after_forget()
-        return report
+        return self._drive(self._erase(scope, dry_run=False))
+
+    async def aerase(self, scope: Mapping[str, str]) -> ErasureReport:
+        return await self._adrive(self._erase(scope, dry_run=False))
 
     def preview_erase(self, scope: Mapping[str, str]) -> ErasureReport:
+        return self._drive(self._erase(scope, dry_run=True))
+
+    def _erase(self, scope: Mapping[str, str], *, dry_run: bool) -> Flow[ErasureReport]:
         canonical = canonical_scope(scope)
-        with self._transaction() as tx:
-            return tx.erase(canonical, self._clock(), dry_run=True)
+        now = self._clock()
+
+        def steps(s: Session) -> Op[ErasureReport]:
+            scopes = yield from s.scopes_under(canonical, lock=not dry_run)
+            ids = [sid for sid, _ in scopes]
+            by_kind = yield from s.kind_counts(ids)
+            sample = yield from s.newest_ids(ids, 10)
+            events = yield from s.erase_events(canonical, dry_run=dry_run)
+            if not dry_run:
+                yield from s.drop_scopes(ids)
+            return ErasureReport(
+                scope=canonical,
+                dry_run=dry_run,
+                records=sum(by_kind.values()),
+                by_kind=by_kind,
+                events=events,
+                scopes=sorted((found for _, found in scopes), key=scope_json),
+                sample_ids=sample,
+                at=now,
+            )
+
+        report: ErasureReport = yield Unit("snapshot" if dry_run else "write", steps)
+        if not dry_run:
+            yield from self._scrub()
+        return report
 
     # --- admin extension ----------------------------------------------------------
 
     def list_records(self, query: RecordListQuery) -> RecordPage:
         plan = self._plan(query.search, include_expired=query.include_expired, cursor=query.cursor)
-        hits, cursor = self._run(plan)
+        hits, cursor = self._drive(self._page(plan))
         return RecordPage(hits=hits, next_cursor=cursor.encode() if cursor else None)
 
     def iter_records(self, query: RecordListQuery, *, page_size: int = 500) -> Iterator[MemoryRecord]:
@@ -654,8 +749,11 @@ class BaseMemoryStore(ABC):
             )
         if not parsed:
             return 0
-        with self._transaction() as tx:
-            existing = tx.get_many([r.id for r in parsed])
+
+        def steps(s: Session) -> Op[int]:
+            slots = [(r.scope, r.kind, r.key) for r in parsed if r.key is not None and r.invalid_at is None]
+            reads = BatchReads((yield from s.batch_reads([r.id for r in parsed], slots)), slots)
+            existing = reads.get_many(r.id for r in parsed)
             if existing and not skip_existing:
                 first = min(existing)
                 raise MemoryConflictError(
@@ -664,10 +762,12 @@ class BaseMemoryStore(ABC):
                     record_id=first,
                 )
             fresh = [r for r in parsed if r.id not in existing]
-            self._check_import_slots(tx, fresh)
+            self._check_import_slots(reads, fresh)
             if fresh:
-                tx.insert(fresh)
-        return len(fresh)
+                yield from s.insert(fresh)
+            return len(fresh)
+
+        return self._run_unit(Unit("write", steps))
 
     @staticmethod
     def _check_import_slots(tx: BatchReader, records: Sequence[MemoryRecord]) -> None:
@@ -689,24 +789,33 @@ class BaseMemoryStore(ABC):
             holders[slot] = record.id
 
     def scope_facets(self, scope: Mapping[str, str] | None = None, *, values_per_key: int = 50) -> list[ScopeFacet]:
-        return self._scope_facets(canonical_scope(scope) if scope is not None else None, values_per_key)
+        canonical = canonical_scope(scope) if scope is not None else None
+        return self._run_unit(Unit("read", lambda s: s.facets(canonical, values_per_key)))
 
     def count_records(self, scope: Mapping[str, str], *, scope_match: str = "subset") -> ScopeCounts:
         plan = self._plan(
             {"scope": scope, "scope_match": scope_match, "include_invalidated": True, "limit": 0},
             include_expired=True,
         )
-        return self._count_records(plan)
+        return self._run_unit(Unit("snapshot", lambda s: s.count(plan)))
 
     def sweep_expired(self, scope: Mapping[str, str]) -> int:
+        return self._drive(self._sweep_expired(scope))
+
+    def _sweep_expired(self, scope: Mapping[str, str]) -> Flow[int]:
         canonical = canonical_scope(scope)
-        with self._transaction() as tx:
-            doomed = tx.expired_ids(canonical, self._clock())
+        now = self._clock()
+
+        def steps(s: Session) -> Op[int]:
+            doomed = yield from s.expired_ids(canonical, now)
             for record_id in doomed:
-                tx.delete(record_id)
-        if doomed:
-            self._after_forget()
-        return len(doomed)
+                yield from s.delete(record_id)
+            return len(doomed)
+
+        swept: int = yield Unit("write", steps)
+        if swept:
+            yield from self._scrub()
+        return swept
 
     def find_corrupt(
         self, scope: Mapping[str, str] | None = None, *, limit: int = 100, max_rows: int | None = None
@@ -715,60 +824,38 @@ class BaseMemoryStore(ABC):
             raise MemoryValidationError(
                 "limit and max_rows are positive.", [{"loc": "limit", "msg": "must be at least 1"}]
             )
-        return self._find_corrupt(canonical_scope(scope) if scope is not None else None, limit, max_rows)
-
-    def _find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> CorruptionScan:
-        raise CapabilityError(self.backend_name, ["admin.find_corrupt"])
+        canonical = canonical_scope(scope) if scope is not None else None
+        return self._run_unit(Unit("read", lambda s: s.find_corrupt(canonical, limit, max_rows)))
 
     def chain(self, record_id: str) -> list[ChainLink]:
-        start = self.get(record_id)
-        if start is None:
-            raise MemoryNotFoundError(record_id)
-        older: list[ChainLink] = []
-        cursor: MemoryRecord | None = start
-        seen = {start.id}
-        while cursor is not None and cursor.supersedes and len(seen) < MAX_CHAIN_LENGTH:
-            prev_id = cursor.supersedes
-            if prev_id in seen:
-                break
-            seen.add(prev_id)
-            cursor = self.get(prev_id)
-            older.append(ChainLink(id=prev_id, record=cursor))
-        newer: list[ChainLink] = []
-        cursor = start
-        while cursor is not None and cursor.superseded_by and len(seen) < MAX_CHAIN_LENGTH:
-            next_id = cursor.superseded_by
-            if next_id in seen:
-                break
-            seen.add(next_id)
-            cursor = self.get(next_id)
-            newer.append(ChainLink(id=next_id, record=cursor))
-        return [*reversed(older), ChainLink(id=start.id, record=start), *newer]
+        check_id(record_id)
 
-    # --- async twins --------------------------------------------------------------
-    # Backends without a native async driver run the sync call in a worker thread.
+        def steps(s: Session) -> Op[list[ChainLink]]:
+            def fetch(link_id: str) -> Op[MemoryRecord | None]:
+                return (yield from s.get_many([link_id])).get(link_id)
 
-    async def awrite(self, inputs: Sequence[WriteInputLike]) -> list[MemoryRecord]:
-        return await asyncio.to_thread(self.write, inputs)
+            start = yield from fetch(record_id)
+            if start is None:
+                raise MemoryNotFoundError(record_id)
+            seen = {start.id}
+            links: dict[str, list[ChainLink]] = {"supersedes": [], "superseded_by": []}
+            for direction, found in links.items():
+                cursor: MemoryRecord | None = start
+                while cursor is not None and len(seen) < MAX_CHAIN_LENGTH:
+                    next_id: str | None = getattr(cursor, direction)
+                    if next_id is None or next_id in seen:
+                        break
+                    seen.add(next_id)
+                    cursor = yield from fetch(next_id)
+                    found.append(ChainLink(id=next_id, record=cursor))
+            return [*reversed(links["supersedes"]), ChainLink(id=start.id, record=start), *links["superseded_by"]]
 
-    async def asearch(self, query: SearchQueryLike, *, emit_event: bool = True) -> list[MemoryHit]:
-        return await asyncio.to_thread(self.search, query, emit_event=emit_event)
+        return self._run_unit(Unit("snapshot", steps))
 
-    async def aget(self, record_id: str) -> MemoryRecord | None:
-        return await asyncio.to_thread(self.get, record_id)
-
-    async def ainvalidate(self, record_id: str, reason: str | None = None) -> MemoryRecord:
-        return await asyncio.to_thread(self.invalidate, record_id, reason)
-
-    async def adelete(self, record_id: str) -> bool:
-        return await asyncio.to_thread(self.delete, record_id)
-
-    async def aerase(self, scope: Mapping[str, str]) -> ErasureReport:
-        return await asyncio.to_thread(self.erase, scope)
-
-    async def aclose(self) -> None:
-        """Release connections, async ones on the running loop included (see :meth:`close`)."""
-        self.close()
+    def optimize(self) -> None:
+        """Compact the store's indexes after a large import; a no-op where there is
+        nothing to compact. Safe to call at any time."""
+        self._run_unit(Unit("maintain", lambda s: s.optimize()))
 
     def __enter__(self) -> BaseMemoryStore:
         return self
@@ -780,11 +867,18 @@ class BaseMemoryStore(ABC):
 __all__ = [
     "BaseMemoryStore",
     "BatchReader",
+    "BatchReads",
     "Clock",
     "Cursor",
+    "Flow",
     "Invalidation",
+    "Mode",
     "PlannedBatch",
     "SearchPlan",
-    "WriteTransaction",
+    "Session",
+    "Slot",
+    "Unit",
+    "check_id",
+    "clean_reason",
     "now_us",
 ]

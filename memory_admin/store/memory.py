@@ -9,33 +9,29 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from memory_admin.events import AnyEvent, EventQuery, StoredEvent, event_matches
 from memory_admin.records import KINDS, MemoryHit, MemoryRecord
 from memory_admin.scope import Scope, is_subset_match, scope_json, scope_matches, visible_to_agent
 from memory_admin.store import ranking
+from memory_admin.store._sql import Op, Statement, no_statements
 from memory_admin.store.base import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_CONTENT_CHARS,
     DEFAULT_MAX_LIMIT,
     BaseMemoryStore,
-    Cursor,
     Invalidation,
-    SearchPlan,
-    now_us,
+    Mode,
+    Slot,
 )
-from memory_admin.store.protocol import (
-    CorruptionScan,
-    ErasureReport,
-    MemoryStoreCapabilities,
-    ScopeCounts,
-    ScopeFacet,
-    ScopeValueCount,
-)
+from memory_admin.store.plan import Cursor, SearchPlan, now_us
+from memory_admin.store.protocol import CorruptionScan, MemoryStoreCapabilities, ScopeCounts, ScopeFacet
+from memory_admin.store.ranking import build_facets
 
 
 @dataclass
@@ -92,93 +88,181 @@ def passes_filters(record: MemoryRecord, plan: SearchPlan) -> bool:
     return True
 
 
-class _Transaction:
-    """Buffers changes and applies them on commit; the store lock serialises writers."""
+class _Session:
+    """The primitives over the store's state. Changes are buffered and applied when the
+    unit ends without raising; the store's lock serialises units."""
 
     def __init__(self, store: InMemoryMemoryStore) -> None:
         self._store = store
+        self._state = store._state
         self._inserts: list[MemoryRecord] = []
         self._updates: dict[str, MemoryRecord] = {}
         self._deletes: set[str] = set()
         self._erased_scopes: list[Scope] = []
+        self._handles: dict[int, Scope] = {}
 
     def _current(self, record_id: str) -> MemoryRecord | None:
         if record_id in self._deletes:
             return None
         if record_id in self._updates:
             return self._updates[record_id]
-        row = self._store._state.rows.get(record_id)
+        row = self._state.rows.get(record_id)
         return row.record if row else None
 
-    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
+    def _records(self) -> Iterator[MemoryRecord]:
+        for record_id in list(self._state.rows):
+            record = self._current(record_id)
+            if record is not None:
+                yield record
+
+    def get_many(self, ids: Sequence[str], *, lock: bool = False) -> Op[dict[str, MemoryRecord]]:
         found = {}
         for record_id in ids:
             record = self._current(record_id)
             if record is not None:
                 found[record_id] = record
-        return found
+        return no_statements(found)
 
-    def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None:
-        for row in self._store._state.rows.values():
-            record = self._current(row.record.id)
-            if (
-                record is not None
-                and record.key == key
-                and record.kind == kind
-                and record.invalid_at is None
-                and record.scope == scope
-            ):
-                return record
-        return None
+    def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot]) -> Op[list[MemoryRecord]]:
+        wanted = {(scope_json(scope), kind, key) for scope, kind, key in slots}
+        found = {record_id: record for record_id in ids if (record := self._current(record_id)) is not None}
+        if wanted:
+            for record in self._records():
+                if (
+                    record.key is not None
+                    and record.invalid_at is None
+                    and (scope_json(record.scope), record.kind, record.key) in wanted
+                ):
+                    found[record.id] = record
+        return no_statements(list(found.values()))
 
-    def insert(self, records: Sequence[MemoryRecord]) -> None:
+    def insert(self, records: Sequence[MemoryRecord]) -> Op[None]:
         self._inserts.extend(records)
+        return no_statements(None)
 
-    def invalidate(self, change: Invalidation) -> None:
-        current = self._current(change.record_id)
-        assert current is not None
-        self._updates[change.record_id] = current.model_copy(
-            update={
-                "invalid_at": change.at,
-                "invalid_reason": change.reason,
-                "superseded_by": change.superseded_by,
-                "updated_at": change.at,
-            }
-        )
+    def invalidate(self, changes: Sequence[Invalidation]) -> Op[None]:
+        for change in changes:
+            current = self._current(change.record_id)
+            assert current is not None
+            self._updates[change.record_id] = current.model_copy(
+                update={
+                    "invalid_at": change.at,
+                    "invalid_reason": change.reason,
+                    "superseded_by": change.superseded_by,
+                    "updated_at": change.at,
+                }
+            )
+        return no_statements(None)
 
-    def delete(self, record_id: str) -> bool:
+    def delete(self, record_id: str) -> Op[bool]:
         if self._current(record_id) is None:
-            return False
+            return no_statements(False)
         self._deletes.add(record_id)
-        return True
+        return no_statements(True)
 
-    def erase(self, scope: Scope, now: datetime, *, dry_run: bool) -> ErasureReport:
-        doomed = [row.record for row in self._store._state.rows.values() if is_subset_match(row.record.scope, scope)]
-        events = sum(1 for stored in self._store._state.events if is_subset_match(stored.event.scope, scope))
+    def expired_ids(self, scope: Scope, now: datetime) -> Op[list[str]]:
+        return no_statements([r.id for r in self._records() if r.is_expired(now) and is_subset_match(r.scope, scope)])
+
+    def scopes_under(self, scope: Scope, *, lock: bool) -> Op[list[tuple[int, Scope]]]:
+        found = {scope_json(r.scope): r.scope for r in self._records() if is_subset_match(r.scope, scope)}
+        self._handles = dict(enumerate(found[text] for text in sorted(found)))
+        return no_statements(list(self._handles.items()))
+
+    def _in(self, scope_ids: Sequence[int]) -> list[MemoryRecord]:
+        wanted = {scope_json(self._handles[i]) for i in scope_ids}
+        return [r for r in self._records() if scope_json(r.scope) in wanted]
+
+    def kind_counts(self, scope_ids: Sequence[int]) -> Op[dict[str, int]]:
+        return no_statements(dict(sorted(Counter(r.kind for r in self._in(scope_ids)).items())))
+
+    def newest_ids(self, scope_ids: Sequence[int], limit: int) -> Op[list[str]]:
+        records = sorted(self._in(scope_ids), key=lambda r: (now_us(r.created_at), self._seq(r.id)), reverse=True)
+        return no_statements([r.id for r in records[:limit]])
+
+    def _seq(self, record_id: str) -> int:
+        row = self._state.rows.get(record_id)
+        return row.seq if row else 0
+
+    def erase_events(self, scope: Scope, *, dry_run: bool) -> Op[int]:
         if not dry_run:
-            self._deletes.update(record.id for record in doomed)
             self._erased_scopes.append(scope)
-        scopes = {scope_json(r.scope): r.scope for r in doomed}
-        return ErasureReport(
-            scope=scope,
-            dry_run=dry_run,
-            records=len(doomed),
-            by_kind=dict(Counter(r.kind for r in doomed)),
-            events=events,
-            scopes=[scopes[k] for k in sorted(scopes)],
-            sample_ids=[r.id for r in doomed[:10]],
-            at=now,
+        return no_statements(sum(1 for stored in self._state.events if is_subset_match(stored.event.scope, scope)))
+
+    def drop_scopes(self, scope_ids: Sequence[int]) -> Op[None]:
+        self._deletes.update(r.id for r in self._in(scope_ids))
+        return no_statements(None)
+
+    def search(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+        return no_statements(self._store._list(plan))
+
+    def count(self, plan: SearchPlan) -> Op[ScopeCounts]:
+        records = [row.record for row in self._state.rows.values() if passes_filters(row.record, plan)]
+        by_kind = Counter(r.kind for r in records)
+        return no_statements(
+            ScopeCounts(
+                total=len(records),
+                live=sum(1 for r in records if r.is_live(plan.now)),
+                invalidated=sum(1 for r in records if r.invalid_at is not None),
+                expired=sum(1 for r in records if r.is_expired(plan.now)),
+                by_kind={kind: by_kind.get(kind, 0) for kind in KINDS},
+            )
         )
 
-    def expired_ids(self, scope: Scope, now: datetime) -> list[str]:
-        return [
-            row.record.id
-            for row in self._store._state.rows.values()
-            if row.record.is_expired(now) and is_subset_match(row.record.scope, scope)
+    def facets(self, scope: Scope | None, values_per_key: int) -> Op[list[ScopeFacet]]:
+        scopes = [
+            row.record.scope
+            for row in self._state.rows.values()
+            if scope is None or is_subset_match(row.record.scope, scope)
         ]
+        counts = Counter(scope_json(s) for s in scopes)
+        return no_statements(build_facets(counts, {scope_json(s): s for s in scopes}, values_per_key))
+
+    def find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> Op[CorruptionScan]:
+        # records are validated models here: nothing can rot underneath them
+        rows = [r for r in self._state.rows.values() if scope is None or is_subset_match(r.record.scope, scope)]
+        checked = len(rows) if max_rows is None else min(len(rows), max_rows)
+        return no_statements(CorruptionScan(checked=checked, corrupt=[], complete=checked == len(rows)))
+
+    def append_events(self, events: Sequence[AnyEvent]) -> Op[list[int]]:
+        ids = []
+        for event in events:
+            self._state.events.append(StoredEvent(id=self._state.next_event, event=event))
+            ids.append(self._state.next_event)
+            self._state.next_event += 1
+        return no_statements(ids)
+
+    def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]:
+        found = [
+            stored
+            for stored in reversed(self._state.events)
+            if (query.before_id is None or stored.id < query.before_id) and event_matches(stored.event, query)
+        ]
+        return no_statements(found[: query.limit])
+
+    def prune_events(self, before: datetime) -> Op[int]:
+        kept = [stored for stored in self._state.events if stored.event.at >= before]
+        pruned = len(self._state.events) - len(kept)
+        self._state.events = kept
+        return no_statements(pruned)
+
+    def import_events(self, events: Sequence[StoredEvent]) -> Op[int]:
+        state = self._state
+        known = {stored.id for stored in state.events}
+        fresh = list({stored.id: stored for stored in events if stored.id not in known}.values())
+        # the log stays in id order: reads walk it newest (highest id) first
+        state.events = sorted([*state.events, *fresh], key=lambda stored: stored.id)
+        if state.events:
+            state.next_event = max(state.next_event, state.events[-1].id + 1)
+        return no_statements(len(fresh))
+
+    def scrub(self) -> Op[None]:
+        return no_statements(None)  # nothing outlives a deleted row in RAM
+
+    def optimize(self) -> Op[None]:
+        return no_statements(None)
 
     def commit(self) -> None:
-        state = self._store._state
+        state = self._state
         for scope in self._erased_scopes:
             state.events = [e for e in state.events if not is_subset_match(e.event.scope, scope)]
         for record_id in self._deletes:
@@ -195,34 +279,36 @@ class _Transaction:
             state.total_length += length
 
 
+def _no_sql(statement: Statement) -> list[Any]:
+    raise AssertionError(f"the in-memory store runs no SQL: {statement.sql}")
+
+
 class InMemoryMemoryStore(BaseMemoryStore):
     """A memory store held in a dict; gone when the process ends."""
 
     backend_name = "memory"
+    capabilities_data = MemoryStoreCapabilities(
+        backend="memory",
+        search="keyword",
+        erasure=True,
+        admin=True,
+        events=True,
+        max_content_chars=DEFAULT_MAX_CONTENT_CHARS,
+        max_limit=DEFAULT_MAX_LIMIT,
+        max_batch=DEFAULT_MAX_BATCH,
+    )
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self._state = _State()
         self._lock = threading.RLock()
 
-    def capabilities(self) -> MemoryStoreCapabilities:
-        return MemoryStoreCapabilities(
-            backend=self.backend_name,
-            search="keyword",
-            erasure=True,
-            admin=True,
-            events=True,
-            max_content_chars=DEFAULT_MAX_CONTENT_CHARS,
-            max_limit=DEFAULT_MAX_LIMIT,
-            max_batch=DEFAULT_MAX_BATCH,
-        )
-
     @contextmanager
-    def _transaction(self) -> Iterator[_Transaction]:
+    def _open(self, mode: Mode) -> Iterator[tuple[_Session, Callable[[Statement], list[Any]]]]:
         with self._lock:
-            tx = _Transaction(self)
-            yield tx
-            tx.commit()
+            session = _Session(self)
+            yield session, _no_sql
+            session.commit()
 
     def _remove(self, record_id: str) -> None:
         row = self._state.rows.pop(record_id, None)
@@ -233,43 +319,6 @@ class InMemoryMemoryStore(BaseMemoryStore):
                 if doc_freq[term] <= 0:
                     del doc_freq[term]
             self._state.total_length -= row.length
-
-    def _append_event(self, event: AnyEvent) -> StoredEvent:
-        with self._lock:
-            stored = StoredEvent(id=self._state.next_event, event=event)
-            self._state.next_event += 1
-            self._state.events.append(stored)
-            return stored
-
-    def _query_events(self, query: EventQuery) -> list[StoredEvent]:
-        with self._lock:
-            found = [
-                stored
-                for stored in reversed(self._state.events)
-                if (query.before_id is None or stored.id < query.before_id) and event_matches(stored.event, query)
-            ]
-        return found[: query.limit]
-
-    def _prune_events(self, before: datetime) -> int:
-        with self._lock:
-            kept = [stored for stored in self._state.events if stored.event.at >= before]
-            pruned = len(self._state.events) - len(kept)
-            self._state.events = kept
-            return pruned
-
-    def _import_events(self, events: Sequence[StoredEvent]) -> int:
-        with self._lock:
-            known = {stored.id for stored in self._state.events}
-            fresh = list({stored.id: stored for stored in events if stored.id not in known}.values())
-            # the log stays in id order: reads walk it newest (highest id) first
-            self._state.events = sorted([*self._state.events, *fresh], key=lambda stored: stored.id)
-            if self._state.events:
-                self._state.next_event = max(self._state.next_event, self._state.events[-1].id + 1)
-            return len(fresh)
-
-    def _get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
-        with self._lock:
-            return {i: self._state.rows[i].record for i in ids if i in self._state.rows}
 
     def _bm25(self, row: _Row, tokens: Sequence[str]) -> float:
         state = self._state
@@ -300,61 +349,3 @@ class InMemoryMemoryStore(BaseMemoryStore):
                 last = page_rows[-1]
                 return hits, Cursor(created_us=now_us(last.record.created_at), seq=last.seq)
             return hits, None
-
-    def _find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> CorruptionScan:
-        # records are validated models here: nothing can rot underneath them
-        with self._lock:
-            rows = [r for r in self._state.rows.values() if scope is None or is_subset_match(r.record.scope, scope)]
-        checked = len(rows) if max_rows is None else min(len(rows), max_rows)
-        return CorruptionScan(checked=checked, corrupt=[], complete=checked == len(rows))
-
-    def _scope_facets(self, scope: Scope | None, values_per_key: int) -> list[ScopeFacet]:
-        with self._lock:
-            scopes = [
-                row.record.scope
-                for row in self._state.rows.values()
-                if scope is None or is_subset_match(row.record.scope, scope)
-            ]
-        return build_facets(Counter(scope_json(s) for s in scopes), {scope_json(s): s for s in scopes}, values_per_key)
-
-    def _count_records(self, plan: SearchPlan) -> ScopeCounts:
-        with self._lock:
-            records = [row.record for row in self._state.rows.values() if passes_filters(row.record, plan)]
-        expired = sum(1 for r in records if r.is_expired(plan.now))
-        invalidated = sum(1 for r in records if r.invalid_at is not None)
-        live = sum(1 for r in records if r.is_live(plan.now))
-        by_kind = Counter(r.kind for r in records)
-        return ScopeCounts(
-            total=len(records),
-            live=live,
-            invalidated=invalidated,
-            expired=expired,
-            by_kind={kind: by_kind.get(kind, 0) for kind in KINDS},
-        )
-
-
-def build_facets(counts_by_scope: Counter[str], scopes: dict[str, Scope], values_per_key: int) -> list[ScopeFacet]:
-    """Facets from record counts per distinct scope."""
-    by_key: dict[str, Counter[str]] = {}
-    for key_json, count in counts_by_scope.items():
-        for key, value in scopes[key_json].items():
-            by_key.setdefault(key, Counter())[value] += count
-    return facets_from_counts(by_key, values_per_key)
-
-
-def facets_from_counts(by_key: dict[str, Counter[str]], values_per_key: int) -> list[ScopeFacet]:
-    """Facets from record counts per scope key and value: the tenant first, then keys
-    alphabetically; values by count, then name (shared by every backend)."""
-    facets = []
-    for key in sorted(by_key, key=lambda k: (k != "tenant", k)):
-        values = by_key[key]
-        ordered = sorted(values.items(), key=lambda item: (-item[1], item[0]))
-        facets.append(
-            ScopeFacet(
-                key=key,
-                records=sum(values.values()),
-                values=[ScopeValueCount(value=v, records=n) for v, n in ordered[:values_per_key]],
-                more_values=len(ordered) > values_per_key,
-            )
-        )
-    return facets

@@ -1,4 +1,5 @@
-"""BM25 relevance, shared by every backend that ranks in Python.
+"""Ranking, shared by every backend: BM25, the MaxScore candidate loop, the tuning
+constants, and facets from counts.
 
 The formula is Okapi BM25 as SQLite FTS5 computes it (k1 = 1.2, b = 0.75, an idf
 floor of 1e-6 for tokens in more than half the records), over the tokens of
@@ -11,13 +12,37 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
+from memory_admin.scope import TENANT_KEY, Scope
+from memory_admin.store.protocol import ScopeFacet, ScopeValueCount
 from memory_admin.tokenize import tokenize
 
 K1 = 1.2
 B = 0.75
 IDF_FLOOR = 1e-6
+
+# --- tuning, one set for every backend -------------------------------------------------
+
+SMALL_SCOPE = 500
+"""Scopes of up to this many records are ranked exhaustively, from one index query."""
+CANDIDATE_BUDGET = 120
+"""In larger scopes, at most this many candidates are scored per search (more when a
+page needs more): past it, the commonest query tokens contribute only their newest
+matches, so a query of stopwords ranks recent memories rather than the whole tenant."""
+FEW_SCOPES = 16
+"""A search or listing reaching at most this many stored scopes walks each one's own
+index and merges; past it, one index over the tenant."""
+STATS_TTL_S = 300.0
+"""Seconds a process trusts its cached corpus statistics."""
+VISIBLE_ENUMERATION_LIMIT = 12
+"""Pairs a visible-match viewer may hold: 2^11 candidate scopes at most."""
+TF_FACTOR = K1 + 1
+"""The most one occurrence-weighted token adds per unit of weight (term frequency → ∞)."""
+PRESENCE_FACTOR = (K1 + 1) / (1 + K1 * (1 - B))
+"""The most one token adds per unit of weight when presence stands for frequency (the
+length factor is largest for the shortest record)."""
 
 
 def idf(documents: int, document_frequency: int) -> float:
@@ -56,3 +81,108 @@ def score_text(text: str, average_length: float, weights: Mapping[str, float]) -
         if freq:
             total += weight * (freq * (K1 + 1)) / (freq + norm)
     return total
+
+
+def candidate_budget(needed: int) -> int:
+    """Candidates a large scope's search may score when a page needs ``needed`` rows."""
+    return max(CANDIDATE_BUDGET, needed * 4)
+
+
+class Candidates:
+    """Scored candidates of one ranked search, keyed by the backend's row key."""
+
+    def __init__(self) -> None:
+        self.scored: dict[int, tuple[float, Any, int]] = {}
+
+    def add(self, key: int, score: float, created: Any) -> None:
+        self.scored[key] = (score, created, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.scored
+
+    def __len__(self) -> int:
+        return len(self.scored)
+
+    def ranked(self) -> list[tuple[float, Any, int]]:
+        """Relevance, then the newer record, then the later one in its batch."""
+        return sorted(self.scored.values(), reverse=True)
+
+
+class MaxScore:
+    """The candidate loop of a large scope's ranked search, for every backend.
+
+    Tokens come rarest first; each is fetched only while it can still lift a record into
+    the first ``needed`` places — a record holding only the tokens not yet fetched
+    scores at most ``factor`` times their summed weight, so once the page's last place
+    beats that, no unseen record can reach it — and while the candidate budget has room.
+    """
+
+    def __init__(
+        self,
+        tokens: Sequence[str],
+        weights: Mapping[str, float],
+        factor: float,
+        candidates: Candidates,
+        *,
+        needed: int,
+        budget: int,
+        considered: int = 0,
+    ) -> None:
+        self._tokens = list(tokens)
+        self._weights = weights
+        self._factor = factor
+        self._candidates = candidates
+        self._needed = needed
+        self._budget = budget
+        self.considered = considered
+        self._index = 0
+
+    def next(self) -> tuple[str, int] | None:
+        """The next token to fetch and how many of its matches may be considered, or
+        ``None`` when the ranking is settled."""
+        if self._index >= len(self._tokens):
+            return None
+        page = self._candidates.ranked()
+        remaining = self._tokens[self._index :]
+        if len(page) >= self._needed and page[self._needed - 1][0] > self._factor * sum(
+            self._weights[t] for t in remaining
+        ):
+            return None
+        room = self._budget - self.considered
+        if room <= 0:
+            return None
+        self._index += 1
+        return remaining[0], room
+
+    def fetched(self, considered: int) -> None:
+        """Report how many candidates fetching the last token considered."""
+        self.considered += considered
+
+
+def build_facets(
+    counts_by_scope: Mapping[str, int], scopes: Mapping[str, Scope], values_per_key: int
+) -> list[ScopeFacet]:
+    """Facets from record counts per distinct scope (keyed by canonical JSON)."""
+    by_key: dict[str, Counter[str]] = {}
+    for text, count in counts_by_scope.items():
+        for key, value in scopes[text].items():
+            by_key.setdefault(key, Counter())[value] += count
+    return facets_from_counts(by_key, values_per_key)
+
+
+def facets_from_counts(by_key: Mapping[str, Counter[str]], values_per_key: int) -> list[ScopeFacet]:
+    """Facets from record counts per scope key and value: the tenant first, then keys
+    alphabetically; values by count, then name."""
+    facets = []
+    for key in sorted(by_key, key=lambda k: (k != TENANT_KEY, k)):
+        values = by_key[key]
+        ordered = sorted(values.items(), key=lambda item: (-item[1], item[0]))
+        facets.append(
+            ScopeFacet(
+                key=key,
+                records=sum(values.values()),
+                values=[ScopeValueCount(value=v, records=n) for v, n in ordered[:values_per_key]],
+                more_values=len(ordered) > values_per_key,
+            )
+        )
+    return facets

@@ -194,11 +194,11 @@ def test_large_scopes_rank_exactly_while_the_budget_holds(tmp_path: Path, monkey
     pruning; while no token exhausts the budget the page equals the exhaustive ranking."""
     import random
 
-    import memory_admin.store.sqlite as sqlite_module
+    from memory_admin.store import ranking
     from memory_admin.store import InMemoryMemoryStore
 
-    monkeypatch.setattr(sqlite_module, "_CANDIDATE_BUDGET", 60)
-    monkeypatch.setattr(sqlite_module, "_SMALL_SCOPE", 100)
+    monkeypatch.setattr(ranking, "CANDIDATE_BUDGET", 60)
+    monkeypatch.setattr(ranking, "SMALL_SCOPE", 100)
     rng = random.Random(3)
     common = ["the", "and", "of", "memory"]
     rare = [f"rare{i}" for i in range(40)]

@@ -1,0 +1,84 @@
+"""A validated search, and the cursor of its next page: what every backend's search
+primitive receives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory_admin.errors import MemoryValidationError
+from memory_admin.records import MemorySearchQuery
+
+MAX_CURSOR_VALUE = 2**63 - 1
+"""Cursor numbers are 64-bit signed integers in every backend."""
+
+
+def now_us(moment: datetime) -> int:
+    """Microseconds since the epoch: the integer time every SQL backend compares on."""
+    return (int(moment.timestamp()) * 1_000_000) + moment.microsecond
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where the next page starts: after ``(created_us, seq)`` for a recency listing,
+    at ``offset`` for a ranked one."""
+
+    created_us: int | None = None
+    seq: int | None = None
+    offset: int | None = None
+
+    def encode(self) -> str:
+        if self.offset is not None:
+            return f"o{self.offset}"
+        return f"r{self.created_us}.{self.seq}"
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        try:
+            if text.startswith("o"):
+                offset = int(text[1:])
+                if not 0 <= offset <= MAX_CURSOR_VALUE:
+                    raise ValueError
+                return cls(offset=offset)
+            if text.startswith("r"):
+                created, _, seq = text[1:].partition(".")
+                cursor = cls(created_us=int(created), seq=int(seq))
+                if not all(abs(value) <= MAX_CURSOR_VALUE for value in (cursor.created_us or 0, cursor.seq or 0)):
+                    raise ValueError
+                return cursor
+        except ValueError:
+            pass
+        raise MemoryValidationError(
+            "That page cursor is not one this store issued; start from the first page.",
+            [{"loc": "cursor", "msg": "malformed cursor"}],
+        )
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """A validated search, ready for a backend."""
+
+    query: MemorySearchQuery
+    tokens: tuple[str, ...]
+    now: datetime
+    limit: int
+    include_expired: bool = False
+    cursor: Cursor | None = None
+
+    @property
+    def ranked(self) -> bool:
+        return self.query.query is not None
+
+    @property
+    def empty(self) -> bool:
+        """True when the plan can match nothing: ``limit=0``, or a query without tokens
+        (no letters or digits, so it shares no token with any record)."""
+        return self.limit == 0 or (self.ranked and not self.tokens)
+
+    @property
+    def offset(self) -> int:
+        """Where a ranked page starts."""
+        return (self.cursor.offset or 0) if self.cursor is not None else 0
+
+
+__all__ = ["MAX_CURSOR_VALUE", "Cursor", "SearchPlan", "now_us"]

@@ -1,0 +1,161 @@
+"""The SQLite memory file's schema: an ordered migration ladder (``PRAGMA user_version``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+
+# --- schema ----------------------------------------------------------------------------
+
+MIGRATIONS: list[str] = [
+    # 1: records, normalised scopes, the FTS5 index and the triggers that keep it in sync
+    """
+    CREATE TABLE memory_scopes (
+        scope_id   INTEGER PRIMARY KEY,
+        scope      TEXT NOT NULL UNIQUE,
+        tenant     TEXT NOT NULL,
+        n_pairs    INTEGER NOT NULL,
+        fts_tokens TEXT NOT NULL DEFAULT '',
+        n_records  INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE memory_scope_pairs (
+        scope_id INTEGER NOT NULL,
+        key      TEXT NOT NULL,
+        value    TEXT NOT NULL,
+        PRIMARY KEY (scope_id, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX memory_scope_pairs_kv ON memory_scope_pairs (key, value);
+    CREATE INDEX memory_scopes_tenant ON memory_scopes (tenant);
+    CREATE TABLE memory_records (
+        rid            INTEGER PRIMARY KEY,
+        id             BLOB NOT NULL UNIQUE,  -- 16 bytes for a canonical id, else its text
+        scope_id       INTEGER NOT NULL,
+        kind           TEXT NOT NULL,
+        key            TEXT,
+        content        TEXT NOT NULL,
+        tags           TEXT,
+        source          TEXT,
+        author          TEXT,
+        conversation_id TEXT,
+        run_id          TEXT,
+        created_at     INTEGER NOT NULL,
+        updated_at     INTEGER,
+        invalid_at     INTEGER,
+        invalid_reason TEXT,
+        superseded_by  TEXT,
+        supersedes     TEXT,
+        expires_at     INTEGER,
+        target         TEXT,
+        payload        TEXT,
+        supports       TEXT
+    );
+    CREATE INDEX memory_records_scope_recent ON memory_records (scope_id, created_at);
+    CREATE INDEX memory_records_recent ON memory_records (created_at, scope_id);
+    CREATE INDEX memory_records_key ON memory_records (scope_id, kind, key) WHERE key IS NOT NULL;
+    CREATE VIEW memory_fts_source AS
+        SELECT r.rid AS rid, r.content AS content, coalesce(r.tags, '') AS tags,
+               s.fts_tokens || ' k' || r.kind AS meta
+        FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id;
+    CREATE VIRTUAL TABLE memory_fts USING fts5(
+        content, tags, meta,
+        content='memory_fts_source', content_rowid='rid',
+        tokenize='unicode61 remove_diacritics 2',
+        -- the index only finds candidates (ranking is BM25 in Python): no positions,
+        -- no per-row sizes, a third smaller
+        detail=column, columnsize=0
+    );
+    -- Inserts are indexed in bulk by the store (one INSERT … SELECT per batch is three
+    -- times faster than a per-row trigger); deletes and content edits by triggers, so
+    -- the index cannot drift from the rows it describes.
+    CREATE TRIGGER memory_records_ad AFTER DELETE ON memory_records BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, content, tags, meta)
+            SELECT 'delete', old.rid, old.content, coalesce(old.tags, ''), s.fts_tokens || ' k' || old.kind
+            FROM memory_scopes s WHERE s.scope_id = old.scope_id;
+        UPDATE memory_scopes SET n_records = n_records - 1 WHERE scope_id = old.scope_id;
+    END;
+    CREATE TRIGGER memory_records_au AFTER UPDATE OF content, tags, kind, scope_id ON memory_records BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, content, tags, meta)
+            SELECT 'delete', old.rid, old.content, coalesce(old.tags, ''), s.fts_tokens || ' k' || old.kind
+            FROM memory_scopes s WHERE s.scope_id = old.scope_id;
+        INSERT INTO memory_fts (rowid, content, tags, meta)
+            SELECT new.rid, new.content, coalesce(new.tags, ''), s.fts_tokens || ' k' || new.kind
+            FROM memory_scopes s WHERE s.scope_id = new.scope_id;
+        UPDATE memory_scopes SET n_records = n_records - 1 WHERE scope_id = old.scope_id;
+        UPDATE memory_scopes SET n_records = n_records + 1 WHERE scope_id = new.scope_id;
+    END;
+    """,
+]
+
+MIGRATIONS.append(
+    # 2: the event log, beside the records and erased with them
+    """
+    CREATE TABLE memory_events (
+        eid     INTEGER PRIMARY KEY,
+        type    TEXT NOT NULL,
+        at      INTEGER NOT NULL,
+        tenant  TEXT NOT NULL,
+        scope   TEXT NOT NULL,
+        agent   TEXT,
+        preview INTEGER NOT NULL DEFAULT 0,
+        body    TEXT NOT NULL
+    );
+    CREATE INDEX memory_events_type_at ON memory_events (type, at);
+    CREATE INDEX memory_events_tenant_at ON memory_events (tenant, at);
+    """
+)
+
+MIGRATIONS.append(
+    # 3: counts per scope and kind, and partial indexes over the rare states, so a
+    # tenant's summary adds a few thousand counters instead of scanning its records
+    """
+    CREATE TABLE memory_scope_kinds (
+        scope_id INTEGER NOT NULL,
+        kind     TEXT NOT NULL,
+        n        INTEGER NOT NULL,
+        PRIMARY KEY (scope_id, kind)
+    ) WITHOUT ROWID;
+    INSERT INTO memory_scope_kinds (scope_id, kind, n)
+        SELECT scope_id, kind, count(*) FROM memory_records GROUP BY scope_id, kind;
+    CREATE INDEX memory_records_invalid ON memory_records (scope_id) WHERE invalid_at IS NOT NULL;
+    CREATE INDEX memory_records_expiring ON memory_records (scope_id, expires_at) WHERE expires_at IS NOT NULL;
+    DROP TRIGGER memory_records_ad;
+    CREATE TRIGGER memory_records_ad AFTER DELETE ON memory_records BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, content, tags, meta)
+            SELECT 'delete', old.rid, old.content, coalesce(old.tags, ''), s.fts_tokens || ' k' || old.kind
+            FROM memory_scopes s WHERE s.scope_id = old.scope_id;
+        UPDATE memory_scopes SET n_records = n_records - 1 WHERE scope_id = old.scope_id;
+        UPDATE memory_scope_kinds SET n = n - 1 WHERE scope_id = old.scope_id AND kind = old.kind;
+    END;
+    DROP TRIGGER memory_records_au;
+    CREATE TRIGGER memory_records_au AFTER UPDATE OF content, tags, kind, scope_id ON memory_records BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, content, tags, meta)
+            SELECT 'delete', old.rid, old.content, coalesce(old.tags, ''), s.fts_tokens || ' k' || old.kind
+            FROM memory_scopes s WHERE s.scope_id = old.scope_id;
+        INSERT INTO memory_fts (rowid, content, tags, meta)
+            SELECT new.rid, new.content, coalesce(new.tags, ''), s.fts_tokens || ' k' || new.kind
+            FROM memory_scopes s WHERE s.scope_id = new.scope_id;
+        UPDATE memory_scopes SET n_records = n_records - 1 WHERE scope_id = old.scope_id;
+        UPDATE memory_scopes SET n_records = n_records + 1 WHERE scope_id = new.scope_id;
+        UPDATE memory_scope_kinds SET n = n - 1 WHERE scope_id = old.scope_id AND kind = old.kind;
+        INSERT INTO memory_scope_kinds (scope_id, kind, n) VALUES (new.scope_id, new.kind, 1)
+            ON CONFLICT (scope_id, kind) DO UPDATE SET n = n + 1;
+    END;
+    """
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def statements(script: str) -> Iterator[str]:
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                yield buffer.strip()
+            buffer = ""
+    if buffer.strip():
+        yield buffer.strip()
+
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "statements"]

@@ -1,0 +1,355 @@
+"""SQLite search: scoped listings over the recency indexes, and ranked search with FTS5
+finding candidates and BM25 (in Python) ranking them.
+
+Each record's scope pairs are in the full-text index as hidden tokens, so a
+user-scoped query is one FTS5 expression, ``pair-tokens AND (q1 OR q2 …)``. User text
+is only ever matched as quoted tokens of :func:`~memory_admin.tokenize.tokenize`; it can
+never be FTS syntax.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn
+
+from memory_admin.errors import MemoryStoreError
+from memory_admin.records import MemoryHit, MemoryRecord
+from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, scope_json
+from memory_admin.store import ranking
+from memory_admin.store._sql import (
+    AGENT_MARK,
+    RECORD_COLUMNS,
+    Dialect,
+    Op,
+    Statement,
+    filter_tokens,
+    record_filters,
+    record_from_row,
+    tenant_pair_token,
+    visible_candidates,
+)
+from memory_admin.store.plan import Cursor, SearchPlan
+from memory_admin.tokenize import tokenize
+
+PROVENANCE_COLUMNS = ("source", "author", "conversation_id", "run_id")
+RECORD_SELECT = (
+    "SELECT r.rid AS rid, s.scope AS scope, "
+    + ", ".join(f"r.{c} AS {c}" for c in RECORD_COLUMNS if c != "provenance")
+    # provenance is four plain columns here (queryable, and half the bytes of its JSON)
+    + ", json_object("
+    + ", ".join(f"'{c}', r.{c}" for c in PROVENANCE_COLUMNS)
+    + ") AS provenance"
+)
+RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id"
+DF_SAMPLE = 2000
+"""Document frequencies above this are estimated from how far back the newest matches reach."""
+
+
+def json_list(values: Iterable[Any]) -> str:
+    return json.dumps(list(values))
+
+
+def quote(token: str) -> str:
+    # tokens hold letters and digits only, so quoting cannot be escaped out of
+    return '"' + token.replace('"', '""') + '"'
+
+
+class Scopes:
+    """Which stored scopes a search reaches: ``(scope_id, n_records)`` pairs."""
+
+    @staticmethod
+    def subset(scope: Scope, agent: str | None) -> Op[list[tuple[int, int]]]:
+        """Every stored scope containing ``scope``'s pairs."""
+        # the tenant column narrows; the other pairs' (small) scope lists are intersected
+        pairs = [(key, value) for key, value in scope.items() if key != TENANT_KEY]
+        sql = "SELECT s.scope_id, s.n_records FROM memory_scopes s WHERE s.tenant = ?"
+        params: list[Any] = [scope[TENANT_KEY]]
+        if pairs:
+            sql += (
+                " AND s.scope_id IN ("
+                + " INTERSECT ".join(
+                    "SELECT scope_id FROM memory_scope_pairs WHERE key = ? AND value = ?" for _ in pairs
+                )
+                + ")"
+            )
+            params += [item for pair in pairs for item in pair]
+        if agent is not None:
+            sql += (
+                " AND NOT EXISTS (SELECT 1 FROM memory_scope_pairs a WHERE a.scope_id = s.scope_id "
+                "AND a.key = ? AND a.value <> ?)"
+            )
+            params += [AGENT_KEY, agent]
+        rows = yield Statement(sql, params, raw=True)
+        return [(int(r[0]), int(r[1])) for r in rows]
+
+    @staticmethod
+    def visible(viewer: Scope, agent: str | None) -> Op[list[tuple[int, int]]]:
+        """Every stored scope whose pairs all lie in ``viewer``."""
+        candidates = [scope_json(s) for s in visible_candidates(viewer, agent)]
+        rows = yield Statement(
+            "SELECT scope_id, n_records FROM memory_scopes WHERE scope IN (SELECT value FROM json_each(?))",
+            [json_list(candidates)],
+            raw=True,
+        )
+        return [(int(r[0]), int(r[1])) for r in rows]
+
+    @classmethod
+    def reached(cls, plan: SearchPlan) -> Op[list[tuple[int, int]]]:
+        query = plan.query
+        if query.scope_match == "visible":
+            return (yield from cls.visible(query.scope, query.agent))
+        return (yield from cls.subset(query.scope, query.agent))
+
+
+class TermStatistics:
+    """Corpus statistics for BM25, cached in the process and refreshed as the corpus
+    changes: record count, average record length, and per-token document frequency.
+
+    Frequencies are exact up to :data:`DF_SAMPLE`; beyond it they are estimated from
+    how much of the id space the newest matches span, which is plenty for a weight that
+    is nearly zero anyway.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._docs = 0
+        self._average = 1.0
+        self._df: dict[str, int] = {}
+        self._mark = -1
+        self._at = 0.0
+
+    def reset(self) -> None:
+        with self._lock:
+            self._mark = -1
+
+    def statistics(self, tokens: Sequence[str]) -> Op[tuple[int, float, dict[str, int]]]:
+        top = int((yield Statement("SELECT coalesce(max(rid), 0) FROM memory_records", raw=True))[0][0])
+        with self._lock:
+            # small stores refresh on any change (it is cheap); large ones when they grew 5%
+            changed = top != self._mark and (top < 10_000 or abs(top - self._mark) > self._mark // 20)
+            if changed or time.monotonic() - self._at > ranking.STATS_TTL_S:
+                yield from self._refresh(top)
+            known = {t: self._df[t] for t in tokens if t in self._df}
+            docs, average = self._docs, self._average
+        for token in tokens:
+            if token not in known:
+                known[token] = yield from self._frequency(token, top, docs)
+        with self._lock:
+            if len(self._df) > 200_000:
+                self._df.clear()
+            self._df.update(known)
+        return docs, average, known
+
+    def _refresh(self, top: int) -> Op[None]:
+        rows = yield Statement("SELECT coalesce(sum(n_records), 0) FROM memory_scopes", raw=True)
+        self._docs = int(rows[0][0])
+        # a sample for the average length; tags are counted by their raw text, which a
+        # corrupt row cannot break (the row itself is reported when a query reaches it)
+        sample = yield Statement("SELECT content, tags FROM memory_records ORDER BY rid DESC LIMIT 1000", raw=True)
+        lengths = [len(tokenize(f"{content} {tags or ''}")) for content, tags in sample]
+        self._average = (sum(lengths) / len(lengths)) if lengths else 1.0
+        self._df.clear()
+        self._mark = top
+        self._at = time.monotonic()
+
+    @staticmethod
+    def _frequency(token: str, top: int, docs: int) -> Op[int]:
+        rows = yield Statement(
+            "SELECT min(rid), count(*) FROM (SELECT rowid AS rid FROM memory_fts WHERE memory_fts MATCH ? "
+            "ORDER BY rowid DESC LIMIT ?)",
+            [f"{{content tags}} : {quote(token)}", DF_SAMPLE],
+            raw=True,
+        )
+        oldest, count = rows[0]
+        matched = int(count)
+        if matched < DF_SAMPLE:
+            return matched
+        return min(docs, round(matched * top / max(top - int(oldest) + 1, 1)))
+
+
+class Search:
+    """The search primitive of a SQLite store."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.d = dialect
+        self.terms = TermStatistics()
+
+    def __call__(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+        if plan.ranked:
+            return (yield from self._ranked(plan))
+        return (yield from self._recent(plan))
+
+    def _record(self, row: Any) -> MemoryRecord:
+        return record_from_row(row, self.d.from_db_time)
+
+    def _recent(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+        scopes = yield from Scopes.reached(plan)
+        matching = sum(n for _, n in scopes)
+        if matching <= 0:
+            return [], None
+        filters, params = record_filters(self.d, plan)
+        if plan.cursor is not None:
+            filters += " AND (r.created_at, r.rid) < (?, ?)"
+            params += [plan.cursor.created_us, plan.cursor.seq]
+        order = "ORDER BY r.created_at DESC, r.rid DESC LIMIT ?"
+        select = RECORD_SELECT + " FROM memory_records r {index} JOIN memory_scopes s ON s.scope_id = r.scope_id"
+        args: list[Any]
+        if len(scopes) <= ranking.FEW_SCOPES:
+            # a few scopes: walk each one's index newest-first, stop at the limit, merge
+            part = f"SELECT * FROM ({select.format(index='INDEXED BY memory_records_scope_recent')} "
+            part += f"WHERE r.scope_id = ? AND {filters} {order})"
+            sql = " UNION ALL ".join([part] * len(scopes)) + " ORDER BY created_at DESC, rid DESC LIMIT ?"
+            args = [value for sid, _ in scopes for value in (sid, *params, plan.limit + 1)]
+        else:
+            top = yield Statement("SELECT coalesce(max(rid), 0) FROM memory_records", raw=True)
+            store_size = int(top[0][0])
+            # walking the global recency index costs about limit / (share of matching rows)
+            # entries; gathering and sorting the scopes' rows costs about `matching`
+            walk_cost = (plan.limit + 1) * max(store_size, 1) / matching / 8
+            index = "memory_records_recent" if walk_cost < matching else "memory_records_scope_recent"
+            sql = (
+                select.format(index=f"INDEXED BY {index}")
+                + f" WHERE r.scope_id IN (SELECT value FROM json_each(?)) AND {filters} {order}"
+            )
+            args = [json_list(sid for sid, _ in scopes), *params]
+        rows = yield Statement(sql, [*args, plan.limit + 1])
+        hits = [MemoryHit(record=self._record(row)) for row in rows[: plan.limit]]
+        if len(rows) > plan.limit:
+            last = rows[plan.limit - 1]
+            return hits, Cursor(created_us=int(last["created_at"]), seq=int(last["rid"]))
+        return hits, None
+
+    @staticmethod
+    def _filter_expression(plan: SearchPlan) -> Op[tuple[str, int] | None]:
+        """The hidden-token part of a MATCH (scope, kinds, the agent convention) and how
+        many records the scope holds. ``None`` when no stored scope can match."""
+        query = plan.query
+        parts: list[str] = []
+        if query.scope_match == "visible":
+            scopes = yield from Scopes.visible(query.scope, None)
+            parts.append("meta : (" + " OR ".join(f"s{sid}" for sid, _ in scopes) + ")")
+        else:
+            scopes = yield from Scopes.subset(query.scope, None)
+            parts.append("meta : (" + " AND ".join(filter_tokens(query.scope)) + ")")
+        if not scopes:
+            return None
+        if query.kinds is not None:
+            parts.append("meta : (" + " OR ".join(f"k{kind}" for kind in query.kinds) + ")")
+        expression = " AND ".join(f"({part})" for part in parts)
+        if query.agent is not None:
+            mine = tenant_pair_token(query.scope[TENANT_KEY], AGENT_KEY, query.agent)
+            expression = f"({expression}) NOT (meta : ({AGENT_MARK} NOT {mine}))"
+        return expression, sum(n for _, n in scopes)
+
+    def _raise_corrupt(self, rid: int) -> Op[NoReturn]:
+        rows = yield Statement(RECORD_SELECT + RECORD_FROM + " WHERE r.rid = ?", [rid])
+        self._record(rows[0])  # raises MemoryCorruptionError with the raw row
+        raise MemoryStoreError(f"row {rid} failed to index but validates; run PRAGMA integrity_check")
+
+    def _ranked(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+        """Relevance search: FTS5 finds candidates, BM25 ranks them in Python.
+
+        FTS5's own bm25() scans every query token's whole posting list to weigh it, so
+        a common word (or a tenant's scope token) costs O(records containing it) per
+        query. Instead, weights come from cached document frequencies and candidates are
+        gathered token by token, rarest first (:class:`~memory_admin.store.ranking.MaxScore`).
+        The ranking is exhaustive in scopes of up to
+        :data:`~memory_admin.store.ranking.SMALL_SCOPE` records, and in larger ones exact
+        unless a token's matches exhaust the candidate budget; then the most common
+        tokens contribute only their newest matches.
+        """
+        found = yield from self._filter_expression(plan)
+        if found is None:
+            return [], None
+        scope_filter, scope_size = found
+        docs, average, frequencies = yield from self.terms.statistics(plan.tokens)
+        weights = {token: ranking.idf(docs, frequencies[token]) for token in plan.tokens}
+        needed = plan.offset + plan.limit + 1
+        budget = ranking.candidate_budget(needed)
+        filters, params = record_filters(self.d, plan)
+        candidates = ranking.Candidates()
+
+        def matches(tokens: Sequence[str], limit: int) -> Op[list[int]]:
+            words = " OR ".join(quote(t) for t in tokens)
+            rows = yield Statement(
+                "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+                [f"({scope_filter}) AND ({{content tags}} : ({words}))", limit],
+                raw=True,
+            )
+            return [int(row[0]) for row in rows]
+
+        def score_rows(rows: Iterable[tuple[Any, ...]], *, matched: bool) -> Op[int]:
+            added = 0
+            for rid, content, tags, created in rows:
+                try:
+                    if not isinstance(created, int):
+                        raise TypeError(created)
+                    text = content + " " + " ".join(json.loads(tags)) if tags else content
+                except (ValueError, TypeError):
+                    yield from self._raise_corrupt(rid)
+                value = ranking.score_text(text, average, weights)
+                if matched or value > 0:  # every weight is positive: 0 means no query word
+                    candidates.add(rid, value, created)
+                    added += 1
+            return added
+
+        def score(rids: Sequence[int]) -> Op[int]:
+            added = 0
+            for start in range(0, len(rids), 500):
+                rows = yield Statement(
+                    "SELECT r.rid, r.content, r.tags, r.created_at FROM memory_records r "
+                    f"WHERE r.rid IN (SELECT value FROM json_each(?)) AND {filters}",
+                    [json_list(rids[start : start + 500]), *params],
+                    raw=True,
+                )
+                added += yield from score_rows(rows, matched=True)
+            return added
+
+        small = scope_size <= max(ranking.SMALL_SCOPE, budget)
+        if small and max(frequencies.values()) > scope_size:
+            # a small scope and a word commoner than the scope is large: reading the
+            # scope's rows is cheaper than probing that word's posting list per record
+            scope_ids = json_list(sid for sid, _ in (yield from Scopes.reached(plan)))
+            rows = yield Statement(
+                "SELECT r.rid, r.content, r.tags, r.created_at FROM memory_records r "
+                f"WHERE r.scope_id IN (SELECT value FROM json_each(?)) AND {filters}",
+                [scope_ids, *params],
+                raw=True,
+            )
+            yield from score_rows(rows, matched=False)
+        elif small:
+            # a small scope of rare words: one index query finds every candidate
+            yield from score((yield from matches(plan.tokens, scope_size)))
+        else:
+            by_rarity = sorted(plan.tokens, key=lambda t: frequencies[t])
+            loop = ranking.MaxScore(by_rarity, weights, ranking.TF_FACTOR, candidates, needed=needed, budget=budget)
+            while (step := loop.next()) is not None:
+                token, room = step
+                fresh = [rid for rid in (yield from matches([token], room)) if rid not in candidates]
+                loop.fetched((yield from score(fresh)))
+        ranked = candidates.ranked()
+        page = ranked[plan.offset : plan.offset + plan.limit]
+        rows = yield Statement(
+            RECORD_SELECT + RECORD_FROM + " WHERE r.rid IN (SELECT value FROM json_each(?))",
+            [json_list(rid for _, _, rid in page)],
+        )
+        by_rid = {row["rid"]: row for row in rows}
+        hits = [MemoryHit(record=self._record(by_rid[rid]), score=value) for value, _, rid in page]
+        more = len(ranked) > plan.offset + plan.limit
+        return hits, Cursor(offset=plan.offset + plan.limit) if more else None
+
+
+__all__ = [
+    "DF_SAMPLE",
+    "PROVENANCE_COLUMNS",
+    "RECORD_FROM",
+    "RECORD_SELECT",
+    "Scopes",
+    "Search",
+    "TermStatistics",
+    "json_list",
+    "quote",
+]
