@@ -106,7 +106,7 @@ def open_or_build(path: Path, records: int) -> tuple[dict[str, Any], float | Non
     with SqliteMemoryStore(path, persist_events=False, synchronous="NORMAL") as store:
         build_corpus(store, records)
         chain_ids = build_chains(store)
-        store._after_forget()  # checkpoint and truncate the WAL: the file holds everything
+        store.optimize()  # merge the index, checkpoint and truncate the WAL: the file holds everything
     seconds = time.perf_counter() - started
     manifest = {
         "records": records,

@@ -126,7 +126,7 @@ class BatchReads:
     def __init__(self, records: Iterable[MemoryRecord], slots: Iterable[Slot]) -> None:
         self._by_id = {record.id: record for record in records}
         wanted = {(scope_json(scope), kind, key) for scope, kind, key in slots}
-        self._holders = {
+        self._holders: dict[tuple[str, str, str], MemoryRecord] = {
             (scope_json(r.scope), r.kind, r.key): r
             for r in self._by_id.values()
             if r.key is not None and r.invalid_at is None and (scope_json(r.scope), r.kind, r.key) in wanted
@@ -148,9 +148,9 @@ class Session(Protocol):
         until the write unit ends."""
         ...
 
-    def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot]) -> Op[list[MemoryRecord]]:
+    def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot], scopes: Sequence[Scope]) -> Op[list[MemoryRecord]]:
         """The records with these ids and the live holders of these key slots, after
-        taking whatever locks the batch's scopes need."""
+        taking whatever locks writing into ``scopes`` needs."""
         ...
 
     def insert(self, records: Sequence[MemoryRecord]) -> Op[None]: ...
@@ -352,7 +352,8 @@ class BaseMemoryStore(ABC):
         """Read (and lock) what the batch names, plan it, apply it."""
         slots = [(item.scope, item.kind, item.key) for item in items if item.key is not None]
         named = sorted({item.supersedes for item in items if item.supersedes})
-        reads = BatchReads((yield from s.batch_reads(named, slots)), slots)
+        scopes = [item.scope for item in items]
+        reads = BatchReads((yield from s.batch_reads(named, slots, scopes)), slots)
         batch = self._plan_batch(reads, items)
         if batch.invalidations:
             yield from s.invalidate(batch.invalidations)
@@ -752,7 +753,8 @@ class BaseMemoryStore(ABC):
 
         def steps(s: Session) -> Op[int]:
             slots = [(r.scope, r.kind, r.key) for r in parsed if r.key is not None and r.invalid_at is None]
-            reads = BatchReads((yield from s.batch_reads([r.id for r in parsed], slots)), slots)
+            scopes = [r.scope for r in parsed]
+            reads = BatchReads((yield from s.batch_reads([r.id for r in parsed], slots, scopes)), slots)
             existing = reads.get_many(r.id for r in parsed)
             if existing and not skip_existing:
                 first = min(existing)

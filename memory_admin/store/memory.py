@@ -123,7 +123,7 @@ class _Session:
                 found[record_id] = record
         return no_statements(found)
 
-    def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot]) -> Op[list[MemoryRecord]]:
+    def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot], scopes: Sequence[Scope]) -> Op[list[MemoryRecord]]:
         wanted = {(scope_json(scope), kind, key) for scope, kind, key in slots}
         found = {record_id: record for record_id in ids if (record := self._current(record_id)) is not None}
         if wanted:

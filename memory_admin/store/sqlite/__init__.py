@@ -187,8 +187,8 @@ class _Session:
             found.update((record.id, record) for record in self._records(rows))
         return found
 
-    def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot]) -> Op[list[MemoryRecord]]:
-        found = yield from self.get_many(ids)
+    def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot], scopes: Sequence[Scope]) -> Op[list[MemoryRecord]]:
+        found = yield from self.get_many(ids)  # the file's write lock covers every scope
         for scope, kind, key in {(scope_json(scope), kind, key) for scope, kind, key in slots}:
             rows = yield Statement(
                 RECORD_SELECT + RECORD_FROM + " WHERE s.scope = ? AND r.kind = ? AND r.key = ? "
