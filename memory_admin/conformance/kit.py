@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar, cast
 
 import pytest
 
@@ -15,12 +16,14 @@ from memory_admin.conformance.support import AsyncBridge, FakeClock
 from memory_admin.errors import (
     CapabilityError,
     MemoryConflictError,
+    MemoryCorruptionError,
     MemoryLimitError,
     MemoryNotFoundError,
     MemoryScopeError,
     MemoryValidationError,
 )
-from memory_admin.store.protocol import MemoryNeeds, RecordListQuery, require_memory
+from memory_admin.records import MemoryHit, MemoryRecord
+from memory_admin.store.protocol import FullMemoryStore, MemoryNeeds, MemoryStore, RecordListQuery, require_memory
 from memory_admin.tokenize import tokenize
 
 ACME = {"tenant": "acme"}
@@ -36,7 +39,14 @@ def rec(content: str, scope: dict[str, str] | None = None, **fields: Any) -> dic
     return {"scope": scope or U1, "kind": "fact", "content": content, "provenance": PROV, **fields}
 
 
-def contents(hits: Any) -> list[str]:
+def stored(store: MemoryStore, record_id: str) -> MemoryRecord:
+    """The record with this id, which the case knows exists."""
+    record = store.get(record_id)
+    assert record is not None, f"{record_id} should exist"
+    return record
+
+
+def contents(hits: Sequence[MemoryHit]) -> list[str]:
     return [hit.record.content for hit in hits]
 
 
@@ -44,14 +54,29 @@ class MemoryStoreConformance(ABC):
     """Subclass and implement :meth:`make_store` to hold a backend to the contract."""
 
     @abstractmethod
-    def make_store(self, clock: FakeClock) -> Any:
+    def make_store(self, clock: FakeClock) -> FullMemoryStore:
         """A new, empty store that reads time from ``clock``. ``self.tmp_path`` is a
         fresh directory for this test."""
+
+    CORRUPTIONS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("kind", "belief"),
+        ("tags", "{not json"),
+        ("content", " "),
+    )
+    """Column edits :meth:`corrupt_row` makes in the corruption cases; a backend adds
+    the ways its own columns can rot."""
+
+    def corrupt_row(self, store: FullMemoryStore, record_id: str, column: str, value: str) -> bool:
+        """Overwrite one stored column of a record behind the store's back, as disk rot or
+        a careless manual edit would. Returns ``False`` where the backend cannot hold a
+        row that no longer validates (records in RAM are validated models); the
+        corruption cases then skip."""
+        return False
 
     # --- fixtures -----------------------------------------------------------------
 
     @pytest.fixture(autouse=True)
-    def _kit_tmp_path(self, tmp_path: Any) -> None:
+    def _kit_tmp_path(self, tmp_path: Path) -> None:
         self.tmp_path = tmp_path
 
     @pytest.fixture
@@ -59,22 +84,23 @@ class MemoryStoreConformance(ABC):
         return FakeClock()
 
     @pytest.fixture
-    def raw_store(self, clock: FakeClock) -> Iterator[Any]:
+    def raw_store(self, clock: FakeClock) -> Iterator[FullMemoryStore]:
         store = self.make_store(clock)
         yield store
         store.close()
 
     @pytest.fixture(params=["sync", "async"])
-    def store(self, request: pytest.FixtureRequest, raw_store: Any) -> Iterator[Any]:
+    def store(self, request: pytest.FixtureRequest, raw_store: FullMemoryStore) -> Iterator[FullMemoryStore]:
         if request.param == "sync":
             yield raw_store
             return
         bridge = AsyncBridge(raw_store)
-        yield bridge
+        # the bridge answers every member of the protocol (async twins under sync names)
+        yield cast(FullMemoryStore, bridge)
         bridge.close()
 
     @staticmethod
-    def _needs(store: Any, **needs: Any) -> None:
+    def _needs(store: FullMemoryStore, **needs: Any) -> None:
         try:
             require_memory(store, MemoryNeeds(**needs))
         except CapabilityError as exc:
@@ -82,34 +108,34 @@ class MemoryStoreConformance(ABC):
 
     # === Tier 1: write ==============================================================
 
-    def test_write_returns_records_in_input_order(self, store: Any) -> None:
+    def test_write_returns_records_in_input_order(self, store: FullMemoryStore) -> None:
         records = store.write([rec("first"), rec("second"), rec("third")])
         assert [r.content for r in records] == ["first", "second", "third"]
         assert len({r.id for r in records}) == 3
         assert [r.id for r in records] == sorted(r.id for r in records), "ids sort by creation"
 
-    def test_write_empty_batch_is_a_no_op(self, store: Any) -> None:
+    def test_write_empty_batch_is_a_no_op(self, store: FullMemoryStore) -> None:
         assert store.write([]) == []
 
-    def test_batch_shares_one_now(self, store: Any) -> None:
+    def test_batch_shares_one_now(self, store: FullMemoryStore) -> None:
         records = store.write([rec("a"), rec("b"), rec("c")])
         assert len({r.created_at for r in records}) == 1
         assert all(r.created_at == r.updated_at for r in records)
         assert records[0].created_at.utcoffset() == timedelta(0)
 
-    def test_later_batches_get_later_ids(self, store: Any) -> None:
+    def test_later_batches_get_later_ids(self, store: FullMemoryStore) -> None:
         first = store.write([rec("one")])[0]
         second = store.write([rec("two")])[0]
         assert first.id < second.id
         assert first.created_at <= second.created_at
 
-    def test_scope_is_stored_canonically(self, store: Any) -> None:
+    def test_scope_is_stored_canonically(self, store: FullMemoryStore) -> None:
         record = store.write([rec("x", {"user": " u1 ", "tenant": "acme"})])[0]
         assert record.scope == U1
         assert list(record.scope) == ["tenant", "user"]
-        assert store.get(record.id).scope == U1
+        assert stored(store, record.id).scope == U1
 
-    def test_record_round_trips_every_field(self, store: Any, clock: FakeClock) -> None:
+    def test_record_round_trips_every_field(self, store: FullMemoryStore, clock: FakeClock) -> None:
         expires = clock.peek() + timedelta(days=30)
         written = store.write(
             [
@@ -162,19 +188,19 @@ class MemoryStoreConformance(ABC):
             pytest.param({"surprise": 1}, id="extra-field"),
         ],
     )
-    def test_invalid_input_rejects_the_whole_batch(self, store: Any, bad: dict[str, Any]) -> None:
+    def test_invalid_input_rejects_the_whole_batch(self, store: FullMemoryStore, bad: dict[str, Any]) -> None:
         good = rec("a good record")
         with pytest.raises(MemoryValidationError) as info:
             store.write([good, {**rec("the bad one"), **bad}])
         assert info.value.problems, "the error lists what was wrong"
         assert store.search({"scope": ACME, "include_invalidated": True}) == []
 
-    def test_past_expiry_is_refused(self, store: Any, clock: FakeClock) -> None:
+    def test_past_expiry_is_refused(self, store: FullMemoryStore, clock: FakeClock) -> None:
         with pytest.raises(MemoryValidationError):
             store.write([rec("x", expires_at=(clock.peek() - timedelta(seconds=1)).isoformat())])
         assert store.search({"scope": ACME}) == []
 
-    def test_content_over_the_backend_limit(self, store: Any) -> None:
+    def test_content_over_the_backend_limit(self, store: FullMemoryStore) -> None:
         limit = store.capabilities().max_content_chars
         with pytest.raises(MemoryLimitError) as info:
             store.write([rec("fine"), rec("x" * (limit + 1))])
@@ -182,16 +208,16 @@ class MemoryStoreConformance(ABC):
         assert store.search({"scope": ACME}) == []
         assert store.write([rec("y" * limit)])[0].content == "y" * limit
 
-    def test_write_takes_a_list(self, store: Any) -> None:
+    def test_write_takes_a_list(self, store: FullMemoryStore) -> None:
         with pytest.raises(MemoryValidationError):
-            store.write(rec("not in a list"))
+            store.write(rec("not in a list"))  # type: ignore[arg-type]
 
     # === Tier 1: supersede and key upsert ===========================================
 
-    def test_supersede_links_both_ways(self, store: Any) -> None:
+    def test_supersede_links_both_ways(self, store: FullMemoryStore) -> None:
         old = store.write([rec("Dana drinks tea")])[0]
         new = store.write([rec("Dana drinks coffee", supersedes=old.id)])[0]
-        retired = store.get(old.id)
+        retired = stored(store, old.id)
         assert new.supersedes == old.id
         assert retired.superseded_by == new.id
         assert retired.invalid_at == new.created_at
@@ -199,47 +225,47 @@ class MemoryStoreConformance(ABC):
         assert retired.created_at == old.created_at
         assert contents(store.search({"scope": U1})) == ["Dana drinks coffee"]
 
-    def test_supersede_unknown_id_writes_nothing(self, store: Any) -> None:
+    def test_supersede_unknown_id_writes_nothing(self, store: FullMemoryStore) -> None:
         with pytest.raises(MemoryNotFoundError):
             store.write([rec("ok"), rec("fix", supersedes="mem_DOESNOTEXIST")])
         assert store.search({"scope": ACME}) == []
 
-    def test_supersede_across_scopes_is_refused(self, store: Any) -> None:
+    def test_supersede_across_scopes_is_refused(self, store: FullMemoryStore) -> None:
         theirs = store.write([rec("u2's fact", U2)])[0]
         with pytest.raises(MemoryScopeError):
             store.write([rec("hijack", U1, supersedes=theirs.id)])
-        assert store.get(theirs.id).invalid_at is None
+        assert stored(store, theirs.id).invalid_at is None
         assert contents(store.search({"scope": ACME})) == ["u2's fact"]
 
-    def test_supersede_invalid_record_is_a_conflict(self, store: Any) -> None:
+    def test_supersede_invalid_record_is_a_conflict(self, store: FullMemoryStore) -> None:
         old = store.write([rec("v1")])[0]
         store.write([rec("v2", supersedes=old.id)])
         with pytest.raises(MemoryConflictError):
             store.write([rec("v3", supersedes=old.id)])
         assert contents(store.search({"scope": U1})) == ["v2"]
 
-    def test_two_successors_in_one_batch_is_a_conflict(self, store: Any) -> None:
+    def test_two_successors_in_one_batch_is_a_conflict(self, store: FullMemoryStore) -> None:
         old = store.write([rec("v1")])[0]
         with pytest.raises(MemoryConflictError):
             store.write([rec("a", supersedes=old.id), rec("b", supersedes=old.id)])
-        assert store.get(old.id).invalid_at is None
+        assert stored(store, old.id).invalid_at is None
         assert contents(store.search({"scope": U1})) == ["v1"]
 
-    def test_key_upsert_supersedes_the_slot_holder(self, store: Any) -> None:
+    def test_key_upsert_supersedes_the_slot_holder(self, store: FullMemoryStore) -> None:
         first = store.write([rec("aisle seat", kind="preference", key="seat")])[0]
         second = store.write([rec("window seat", kind="preference", key="seat")])[0]
         assert second.supersedes == first.id
-        assert store.get(first.id).superseded_by == second.id
+        assert stored(store, first.id).superseded_by == second.id
         live = store.search({"scope": U1, "keys": ["seat"]})
         assert contents(live) == ["window seat"]
 
-    def test_key_slot_is_per_scope_and_kind(self, store: Any) -> None:
+    def test_key_slot_is_per_scope_and_kind(self, store: FullMemoryStore) -> None:
         store.write([rec("u1 aisle", kind="preference", key="seat")])
         store.write([rec("u2 window", U2, kind="preference", key="seat")])
         store.write([rec("u1 seat fact", kind="fact", key="seat")])
         assert len(store.search({"scope": ACME, "keys": ["seat"]})) == 3
 
-    def test_key_repeated_in_one_batch_chains(self, store: Any) -> None:
+    def test_key_repeated_in_one_batch_chains(self, store: FullMemoryStore) -> None:
         a, b, c = store.write(
             [
                 rec("v1", kind="profile", key="name"),
@@ -249,39 +275,39 @@ class MemoryStoreConformance(ABC):
         )
         assert (b.supersedes, c.supersedes) == (a.id, b.id)
         assert a.invalid_at is not None and b.invalid_at is not None and c.invalid_at is None
-        assert store.get(a.id).superseded_by == b.id
+        assert stored(store, a.id).superseded_by == b.id
         assert contents(store.search({"scope": U1})) == ["v3"]
 
-    def test_key_upsert_against_a_different_explicit_supersedes(self, store: Any) -> None:
+    def test_key_upsert_against_a_different_explicit_supersedes(self, store: FullMemoryStore) -> None:
         holder = store.write([rec("window", kind="preference", key="seat")])[0]
         other = store.write([rec("unrelated")])[0]
         with pytest.raises(MemoryConflictError) as info:
             store.write([rec("aisle", kind="preference", key="seat", supersedes=other.id)])
         assert info.value.extras["key_holder"] == holder.id
-        assert store.get(other.id).invalid_at is None
+        assert stored(store, other.id).invalid_at is None
 
-    def test_explicit_supersedes_of_the_key_holder(self, store: Any) -> None:
+    def test_explicit_supersedes_of_the_key_holder(self, store: FullMemoryStore) -> None:
         holder = store.write([rec("window", kind="preference", key="seat")])[0]
         new = store.write([rec("aisle", kind="preference", key="seat", supersedes=holder.id)])[0]
         assert new.supersedes == holder.id
 
-    def test_invalidated_slot_holder_is_not_superseded(self, store: Any) -> None:
+    def test_invalidated_slot_holder_is_not_superseded(self, store: FullMemoryStore) -> None:
         holder = store.write([rec("window", kind="preference", key="seat")])[0]
         store.invalidate(holder.id, "wrong")
         new = store.write([rec("aisle", kind="preference", key="seat")])[0]
         assert new.supersedes is None
-        assert store.get(holder.id).invalid_reason == "wrong"
+        assert stored(store, holder.id).invalid_reason == "wrong"
 
     # === Tier 1: get, invalidate, delete ============================================
 
-    def test_get_unknown_is_none(self, store: Any) -> None:
+    def test_get_unknown_is_none(self, store: FullMemoryStore) -> None:
         assert store.get("mem_UNKNOWN") is None
 
-    def test_get_bad_id_is_a_validation_error(self, store: Any) -> None:
+    def test_get_bad_id_is_a_validation_error(self, store: FullMemoryStore) -> None:
         with pytest.raises(MemoryValidationError):
             store.get("")
 
-    def test_invalidate_keeps_the_record(self, store: Any) -> None:
+    def test_invalidate_keeps_the_record(self, store: FullMemoryStore) -> None:
         record = store.write([rec("stale fact")])[0]
         result = store.invalidate(record.id, "  no longer true ")
         stored = store.get(record.id)
@@ -293,19 +319,19 @@ class MemoryStoreConformance(ABC):
         assert store.search({"scope": U1}) == []
         assert contents(store.search({"scope": U1, "include_invalidated": True})) == ["stale fact"]
 
-    def test_invalidate_twice_keeps_the_first_reason(self, store: Any) -> None:
+    def test_invalidate_twice_keeps_the_first_reason(self, store: FullMemoryStore) -> None:
         record = store.write([rec("x")])[0]
         first = store.invalidate(record.id, "first")
         second = store.invalidate(record.id, "second")
         assert second.invalid_reason == "first"
         assert second.invalid_at == first.invalid_at
-        assert store.get(record.id).updated_at == first.updated_at
+        assert stored(store, record.id).updated_at == first.updated_at
 
-    def test_invalidate_unknown_raises_not_found(self, store: Any) -> None:
+    def test_invalidate_unknown_raises_not_found(self, store: FullMemoryStore) -> None:
         with pytest.raises(MemoryNotFoundError):
             store.invalidate("mem_UNKNOWN")
 
-    def test_delete_forgets(self, store: Any) -> None:
+    def test_delete_forgets(self, store: FullMemoryStore) -> None:
         keep, gone = store.write([rec("keep this"), rec("forget this canary")])
         assert store.delete(gone.id) is True
         assert store.get(gone.id) is None
@@ -314,7 +340,7 @@ class MemoryStoreConformance(ABC):
         assert store.delete(gone.id) is False
         assert store.get(keep.id) is not None
 
-    def test_delete_leaves_a_tombstone_in_the_chain(self, store: Any) -> None:
+    def test_delete_leaves_a_tombstone_in_the_chain(self, store: FullMemoryStore) -> None:
         self._needs(store, admin=True)
         v1 = store.write([rec("v1")])[0]
         v2 = store.write([rec("v2", supersedes=v1.id)])[0]
@@ -323,31 +349,31 @@ class MemoryStoreConformance(ABC):
         links = store.chain(v3.id)
         assert [link.id for link in links] == [v2.id, v3.id]
         assert links[0].record is None
-        assert store.get(v3.id).supersedes == v2.id
-        assert store.get(v1.id).superseded_by == v2.id
+        assert stored(store, v3.id).supersedes == v2.id
+        assert stored(store, v1.id).superseded_by == v2.id
 
     # === Tier 1: search filters =====================================================
 
-    def test_search_requires_a_scope(self, store: Any) -> None:
+    def test_search_requires_a_scope(self, store: FullMemoryStore) -> None:
         queries: list[dict[str, Any]] = [{}, {"scope": {}}, {"scope": {"user": "u1"}}, {"query": "x"}]
         for query in queries:
             with pytest.raises(MemoryValidationError):
                 store.search(query)
 
-    def test_subset_match(self, store: Any) -> None:
+    def test_subset_match(self, store: FullMemoryStore) -> None:
         store.write([rec("tenant-wide", ACME), rec("u1's", U1), rec("u10's", U10), rec("other tenant", OTHER)])
         assert set(contents(store.search({"scope": ACME}))) == {"tenant-wide", "u10's", "u1's"}
         assert contents(store.search({"scope": U1})) == ["u1's"]
         assert contents(store.search({"scope": {"tenant": "globex"}})) == ["other tenant"]
 
-    def test_visible_match(self, store: Any) -> None:
+    def test_visible_match(self, store: FullMemoryStore) -> None:
         store.write([rec("shared", ACME), rec("mine", U1), rec("theirs", U2), rec("u10", U10), rec("foreign", OTHER)])
         visible = store.search({"scope": U1, "scope_match": "visible"})
         assert sorted(contents(visible)) == ["mine", "shared"]
         with_query = store.search({"scope": U1, "scope_match": "visible", "query": "shared mine theirs"})
         assert sorted(contents(with_query)) == ["mine", "shared"]
 
-    def test_agent_convention(self, store: Any) -> None:
+    def test_agent_convention(self, store: FullMemoryStore) -> None:
         store.write(
             [
                 rec("shared note", U1),
@@ -361,7 +387,7 @@ class MemoryStoreConformance(ABC):
         assert sorted(contents(queried)) == ["planner note", "shared note"]
         assert len(store.search({"scope": U1})) == 3
 
-    def test_agent_filter_never_gives_a_short_page(self, store: Any) -> None:
+    def test_agent_filter_never_gives_a_short_page(self, store: FullMemoryStore) -> None:
         store.write([rec(f"shared {i}", U1) for i in range(3)])
         store.write([rec(f"other agent note {i}", {**U1, "agent": "other"}) for i in range(5)])
         page = store.search({"scope": U1, "agent": "me", "limit": 3})
@@ -369,18 +395,18 @@ class MemoryStoreConformance(ABC):
         ranked = store.search({"scope": U1, "agent": "me", "limit": 3, "query": "shared note other"})
         assert sorted(contents(ranked)) == ["shared 0", "shared 1", "shared 2"]
 
-    def test_kind_filter(self, store: Any) -> None:
+    def test_kind_filter(self, store: FullMemoryStore) -> None:
         store.write([rec("a fact"), rec("a preference", kind="preference"), rec("a profile", kind="profile")])
         found = store.search({"scope": U1, "kinds": ["preference", "profile"]})
         assert sorted(contents(found)) == ["a preference", "a profile"]
         assert contents(store.search({"scope": U1, "kinds": ["fact"], "query": "a"})) == ["a fact"]
 
-    def test_tag_filter_needs_every_tag(self, store: Any) -> None:
+    def test_tag_filter_needs_every_tag(self, store: FullMemoryStore) -> None:
         store.write([rec("both", tags=["travel", "seat"]), rec("one", tags=["travel"]), rec("none")])
         assert sorted(contents(store.search({"scope": U1, "tags": ["Travel"]}))) == ["both", "one"]
         assert contents(store.search({"scope": U1, "tags": ["travel", "seat"]})) == ["both"]
 
-    def test_target_filter(self, store: Any) -> None:
+    def test_target_filter(self, store: FullMemoryStore) -> None:
         store.write(
             [
                 rec("a proposed heuristic", target={"primitive": "judgment", "domain": "triage", "slot": "heuristics"}),
@@ -392,7 +418,7 @@ class MemoryStoreConformance(ABC):
         assert contents(store.search({"scope": U1, "targeted": True, "query": "a"})) == ["a proposed heuristic"]
         assert len(store.search({"scope": U1})) == 2
 
-    def test_key_filters(self, store: Any) -> None:
+    def test_key_filters(self, store: FullMemoryStore) -> None:
         store.write(
             [
                 rec("seat", key="travel.seat"),
@@ -408,7 +434,7 @@ class MemoryStoreConformance(ABC):
         ]
         assert store.search({"scope": U1, "keys": ["travel"]}) == []
 
-    def test_as_of_shows_what_was_believed(self, store: Any, clock: FakeClock) -> None:
+    def test_as_of_shows_what_was_believed(self, store: FullMemoryStore, clock: FakeClock) -> None:
         before = clock.advance(seconds=1)
         clock.advance(seconds=1)
         old = store.write([rec("tea")])[0]
@@ -423,7 +449,7 @@ class MemoryStoreConformance(ABC):
         both = store.search({"scope": U1, "as_of": clock.peek().isoformat(), "include_invalidated": True})
         assert sorted(contents(both)) == ["coffee", "tea"]
 
-    def test_expired_records_never_appear_in_search(self, store: Any, clock: FakeClock) -> None:
+    def test_expired_records_never_appear_in_search(self, store: FullMemoryStore, clock: FakeClock) -> None:
         soon = clock.peek() + timedelta(minutes=5)
         expiring, _lasting = store.write([rec("expiring token", expires_at=soon.isoformat()), rec("lasting token")])
         assert sorted(contents(store.search({"scope": U1}))) == ["expiring token", "lasting token"]
@@ -437,7 +463,7 @@ class MemoryStoreConformance(ABC):
             assert contents(store.search(query)) == ["lasting token"]
         assert store.get(expiring.id) is not None, "get still returns expired records"
 
-    def test_limit_rules(self, store: Any) -> None:
+    def test_limit_rules(self, store: FullMemoryStore) -> None:
         store.write([rec(f"note {i}") for i in range(15)])
         assert len(store.search({"scope": U1})) == 10, "default limit is 10"
         assert store.search({"scope": U1, "limit": 0}) == []
@@ -448,30 +474,30 @@ class MemoryStoreConformance(ABC):
         with pytest.raises(MemoryValidationError):
             store.search({"scope": U1, "limit": store.capabilities().max_limit + 1})
 
-    def test_recency_listing_order_and_batch_tie(self, store: Any) -> None:
+    def test_recency_listing_order_and_batch_tie(self, store: FullMemoryStore) -> None:
         store.write([rec("a1"), rec("a2"), rec("a3")])
         store.write([rec("b1"), rec("b2")])
         assert contents(store.search({"scope": U1})) == ["b2", "b1", "a3", "a2", "a1"]
         assert contents(store.search({"scope": U1, "limit": 2})) == ["b2", "b1"]
         assert contents(store.search({"scope": U1, "limit": 4})) == ["b2", "b1", "a3", "a2"]
 
-    def test_batch_tie_holds_across_scopes(self, store: Any) -> None:
+    def test_batch_tie_holds_across_scopes(self, store: FullMemoryStore) -> None:
         store.write([rec("u1 first", U1), rec("u2 second", U2), rec("tenant third", ACME)])
         assert contents(store.search({"scope": ACME, "limit": 2})) == ["tenant third", "u2 second"]
 
     # === Tier 1: search with a query ================================================
 
-    def test_query_matches_any_token(self, store: Any) -> None:
+    def test_query_matches_any_token(self, store: FullMemoryStore) -> None:
         store.write([rec("Dana prefers aisle seats"), rec("Dana drinks espresso"), rec("Unrelated")])
         found = store.search({"scope": U1, "query": "aisle espresso"})
         assert sorted(contents(found)) == ["Dana drinks espresso", "Dana prefers aisle seats"]
 
-    def test_more_query_tokens_outrank_fewer(self, store: Any) -> None:
+    def test_more_query_tokens_outrank_fewer(self, store: FullMemoryStore) -> None:
         store.write([rec("alpha bravo charlie"), rec("alpha delta echo"), rec("foxtrot golf hotel")])
         found = store.search({"scope": U1, "query": "alpha bravo"})
         assert contents(found) == ["alpha bravo charlie", "alpha delta echo"]
 
-    def test_equally_relevant_newer_first(self, store: Any) -> None:
+    def test_equally_relevant_newer_first(self, store: FullMemoryStore) -> None:
         store.write([rec("the blue door")])
         store.write([rec("the blue gate")])
         store.write([rec("the blue wall")])
@@ -481,22 +507,22 @@ class MemoryStoreConformance(ABC):
             "the blue door",
         ]
 
-    def test_rare_tokens_weigh_more(self, store: Any) -> None:
+    def test_rare_tokens_weigh_more(self, store: FullMemoryStore) -> None:
         common = [rec(f"what did the team say {i}") for i in range(8)]
         store.write([*common, rec("Melanie painted the sunrise")])
         found = store.search({"scope": U1, "query": "what did Melanie paint", "limit": 3})
         assert contents(found)[0] == "Melanie painted the sunrise"
 
-    def test_query_is_scoped(self, store: Any) -> None:
+    def test_query_is_scoped(self, store: FullMemoryStore) -> None:
         store.write([rec("secret plan", U2), rec("secret plan", OTHER), rec("my plan", U1)])
         assert contents(store.search({"scope": U1, "query": "secret plan"})) == ["my plan"]
 
-    def test_query_without_tokens_matches_nothing(self, store: Any) -> None:
+    def test_query_without_tokens_matches_nothing(self, store: FullMemoryStore) -> None:
         store.write([rec("anything")])
         assert store.search({"scope": U1, "query": "?!  ..."}) == []
         assert store.search({"scope": U1, "query": ""}) == []
 
-    def test_scores_order_is_relevance(self, store: Any) -> None:
+    def test_scores_order_is_relevance(self, store: FullMemoryStore) -> None:
         store.write([rec("kiwi"), rec("kiwi kiwi banana")])
         hits = store.search({"scope": U1, "query": "kiwi banana"})
         scores = [hit.score for hit in hits if hit.score is not None]
@@ -523,7 +549,7 @@ class MemoryStoreConformance(ABC):
             "+-*/\\%$#@!~`",
         ],
     )
-    def test_hostile_query_text_is_just_words(self, store: Any, text: str) -> None:
+    def test_hostile_query_text_is_just_words(self, store: FullMemoryStore, text: str) -> None:
         store.write([rec("word start value unbalanced emoji")])
         hits = store.search({"scope": U1, "query": text})
         expected = {"word", "start", "value", "unbalanced", "emoji"} & set(tokenize(text))
@@ -531,12 +557,12 @@ class MemoryStoreConformance(ABC):
 
     # === Tier 1: capabilities =======================================================
 
-    def test_capabilities_declare_search_and_limits(self, store: Any) -> None:
+    def test_capabilities_declare_search_and_limits(self, store: FullMemoryStore) -> None:
         caps = store.capabilities()
         assert caps.search in ("keyword", "semantic", "hybrid")
         assert caps.max_limit >= 10 and caps.max_content_chars >= 1000 and caps.max_batch >= 1000
 
-    def test_require_memory_names_every_missing_capability(self, store: Any) -> None:
+    def test_require_memory_names_every_missing_capability(self, store: FullMemoryStore) -> None:
         caps = store.capabilities()
         other = "semantic" if caps.search == "keyword" else "keyword"
         if caps.search == "hybrid":
@@ -550,7 +576,7 @@ class MemoryStoreConformance(ABC):
 
     # === Tier 1: erasure extension ==================================================
 
-    def test_erase_stops_exactly_at_the_scope(self, store: Any) -> None:
+    def test_erase_stops_exactly_at_the_scope(self, store: FullMemoryStore) -> None:
         self._needs(store, erasure=True)
         store.write(
             [
@@ -572,12 +598,12 @@ class MemoryStoreConformance(ABC):
         assert contents(store.search({"scope": {"tenant": "globex"}})) == ["other tenant u1"]
         assert sorted(contents(store.search({"scope": ACME, "query": "fact note"}))) == ["tenant fact", "u10 fact"]
 
-    def test_erase_needs_a_tenant(self, store: Any) -> None:
+    def test_erase_needs_a_tenant(self, store: FullMemoryStore) -> None:
         self._needs(store, erasure=True)
         with pytest.raises(MemoryValidationError):
             store.erase({"user": "u1"})
 
-    def test_erase_removes_everything_in_the_chain(self, store: Any) -> None:
+    def test_erase_removes_everything_in_the_chain(self, store: FullMemoryStore) -> None:
         self._needs(store, erasure=True)
         v1 = store.write([rec("v1", kind="profile", key="name")])[0]
         store.write([rec("v2", kind="profile", key="name")])
@@ -587,7 +613,7 @@ class MemoryStoreConformance(ABC):
 
     # === Tier 1: admin extension ====================================================
 
-    def test_keyset_pages_cover_everything_once(self, store: Any) -> None:
+    def test_keyset_pages_cover_everything_once(self, store: FullMemoryStore) -> None:
         self._needs(store, admin=True)
         store.write([rec(f"n{i}") for i in range(7)])
         store.write([rec(f"m{i}") for i in range(6)])
@@ -603,7 +629,7 @@ class MemoryStoreConformance(ABC):
         expected = [f"m{i}" for i in reversed(range(6))] + [f"n{i}" for i in reversed(range(7))]
         assert seen == expected
 
-    def test_ranked_pages(self, store: Any) -> None:
+    def test_ranked_pages(self, store: FullMemoryStore) -> None:
         self._needs(store, admin=True)
         store.write([rec(f"kiwi {i}") for i in range(12)])
         first = store.list_records(RecordListQuery(search={"scope": U1, "query": "kiwi", "limit": 5}))
@@ -617,13 +643,13 @@ class MemoryStoreConformance(ABC):
         assert sorted(everything) == sorted(f"kiwi {i}" for i in range(12))
         assert third.next_cursor is None
 
-    def test_bad_cursor_is_a_validation_error(self, store: Any) -> None:
+    def test_bad_cursor_is_a_validation_error(self, store: FullMemoryStore) -> None:
         self._needs(store, admin=True)
         for cursor in ("garbage", "r12", "o-1"):
             with pytest.raises(MemoryValidationError):
                 store.list_records(RecordListQuery(search={"scope": U1}, cursor=cursor))
 
-    def test_listing_can_include_expired(self, store: Any, clock: FakeClock) -> None:
+    def test_listing_can_include_expired(self, store: FullMemoryStore, clock: FakeClock) -> None:
         self._needs(store, admin=True)
         store.write([rec("short-lived", expires_at=(clock.peek() + timedelta(seconds=1)).isoformat())])
         clock.advance(seconds=5)
@@ -631,13 +657,13 @@ class MemoryStoreConformance(ABC):
         assert store.list_records(RecordListQuery(search=query)).hits == []
         assert contents(store.list_records(RecordListQuery(search=query, include_expired=True)).hits) == ["short-lived"]
 
-    def test_iter_records_streams_every_page(self, store: Any) -> None:
+    def test_iter_records_streams_every_page(self, store: FullMemoryStore) -> None:
         self._needs(store, admin=True)
         store.write([rec(f"r{i}") for i in range(23)])
         records = list(store.iter_records(RecordListQuery(search={"scope": ACME}), page_size=5))
         assert len(records) == 23 and len({r.id for r in records}) == 23
 
-    def test_scope_facets(self, store: Any) -> None:
+    def test_scope_facets(self, store: FullMemoryStore) -> None:
         self._needs(store, admin=True)
         store.write([rec("a", U1), rec("b", U1), rec("c", U2), rec("d", ACME), rec("e", OTHER)])
         facets = {f.key: f for f in store.scope_facets({"tenant": "acme"})}
@@ -646,7 +672,7 @@ class MemoryStoreConformance(ABC):
         everywhere = {f.key: f for f in store.scope_facets()}
         assert {v.value: v.records for v in everywhere["tenant"].values} == {"acme": 4, "globex": 1}
 
-    def test_count_records(self, store: Any, clock: FakeClock) -> None:
+    def test_count_records(self, store: FullMemoryStore, clock: FakeClock) -> None:
         self._needs(store, admin=True)
         a, _, _ = store.write(
             [
@@ -661,7 +687,7 @@ class MemoryStoreConformance(ABC):
         assert (counts.total, counts.live, counts.invalidated, counts.expired) == (3, 1, 1, 1)
         assert counts.by_kind["fact"] == 2 and counts.by_kind["profile"] == 1
 
-    def test_chain_is_oldest_first(self, store: Any) -> None:
+    def test_chain_is_oldest_first(self, store: FullMemoryStore) -> None:
         self._needs(store, admin=True)
         v1 = store.write([rec("v1", kind="preference", key="k")])[0]
         v2 = store.write([rec("v2", kind="preference", key="k")])[0]
@@ -671,7 +697,9 @@ class MemoryStoreConformance(ABC):
         with pytest.raises(MemoryNotFoundError):
             store.chain("mem_UNKNOWN")
 
-    def test_sweep_expired_stops_exactly_at_the_scope(self, store: Any, raw_store: Any, clock: FakeClock) -> None:
+    def test_sweep_expired_stops_exactly_at_the_scope(
+        self, store: FullMemoryStore, raw_store: FullMemoryStore, clock: FakeClock
+    ) -> None:
         self._needs(store, admin=True)
         soon = (clock.peek() + timedelta(seconds=1)).isoformat()
         brief, lasting, *elsewhere = store.write(
@@ -689,11 +717,14 @@ class MemoryStoreConformance(ABC):
         assert all(store.get(record.id) is not None for record in elsewhere)
         assert raw_store.sweep_expired(U1) == 0
 
-    def test_import_records_round_trips_verbatim(self, store: Any, raw_store: Any, clock: FakeClock) -> None:
+    def test_import_records_round_trips_verbatim(
+        self, store: FullMemoryStore, raw_store: FullMemoryStore, clock: FakeClock
+    ) -> None:
         self._needs(store, admin=True)
         v1 = store.write([rec("v1 tea", kind="preference", key="drink")])[0]
         store.write([rec("v2 coffee", kind="preference", key="drink")])
         v3 = store.write([rec("v3 water", kind="preference", key="drink")])[0]
+        assert v3.supersedes is not None
         store.delete(v3.supersedes)  # a tombstone inside the chain
         store.write([rec("tie a"), rec("tie b"), rec("tie c", U2)])
         dropped = store.write([rec("dropped", expires_at=(clock.peek() + timedelta(seconds=1)).isoformat())])[0]
@@ -719,9 +750,9 @@ class MemoryStoreConformance(ABC):
             raw_store.import_records(snapshot[:1])
         v4 = store.write([rec("v4 juice", kind="preference", key="drink")])[0]
         assert v4.supersedes == v3.id, "imported key holders are superseded like written ones"
-        assert store.get(v1.id).superseded_by is not None
+        assert stored(store, v1.id).superseded_by is not None
 
-    def test_import_refuses_a_second_live_key_holder(self, store: Any, raw_store: Any) -> None:
+    def test_import_refuses_a_second_live_key_holder(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
         self._needs(store, admin=True)
         holder = store.write([rec("aisle", kind="preference", key="seat")])[0]
         intruder = holder.model_copy(update={"id": "mem_IMPORTEDINTRUDER", "content": "window"})
@@ -730,7 +761,7 @@ class MemoryStoreConformance(ABC):
         assert info.value.extras["key_holder"] == holder.id
         assert contents(store.search({"scope": U1})) == ["aisle"]
 
-    def test_optimize_keeps_everything_findable(self, store: Any, raw_store: Any) -> None:
+    def test_optimize_keeps_everything_findable(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
         store.write([rec(f"note {i} about kiwis") for i in range(30)])
         raw_store.optimize()
         assert len(store.search({"scope": U1, "query": "kiwis", "limit": 50})) == 30
@@ -738,7 +769,7 @@ class MemoryStoreConformance(ABC):
 
     # === Tier 1: events ============================================================
 
-    def test_writes_and_searches_emit_events_to_sinks(self, store: Any, raw_store: Any) -> None:
+    def test_writes_and_searches_emit_events_to_sinks(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
         seen: list[Any] = []
         raw_store.add_sink(seen.append)
         records = store.write([rec("a", U1), rec("b", U2), rec("c", U1)])
@@ -749,7 +780,7 @@ class MemoryStoreConformance(ABC):
         search = next(e for e in seen if e.type == "agent.memory.search")
         assert (search.scope, search.agent, search.query_preview, search.count) == (U1, "planner", "a b", 1)
 
-    def test_a_failing_sink_never_fails_the_operation(self, store: Any, raw_store: Any) -> None:
+    def test_a_failing_sink_never_fails_the_operation(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
         def broken(event: Any) -> None:
             raise RuntimeError("sink down")
 
@@ -758,7 +789,7 @@ class MemoryStoreConformance(ABC):
         assert store.get(record.id) is not None
         assert contents(store.search({"scope": U1})) == ["still written"]
 
-    def test_search_can_leave_its_event_to_the_caller(self, store: Any, raw_store: Any) -> None:
+    def test_search_can_leave_its_event_to_the_caller(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
         # recall reports its searches in its own event; they must not be counted twice
         store.write([rec("quiet note")])
         seen: list[Any] = []
@@ -770,7 +801,7 @@ class MemoryStoreConformance(ABC):
         store.search({"scope": U1, "query": "quiet"})
         assert [event.type for event in seen] == ["agent.memory.search"]
 
-    def test_event_previews_are_capped(self, store: Any, raw_store: Any) -> None:
+    def test_event_previews_are_capped(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
         seen: list[Any] = []
         raw_store.add_sink(seen.append)
         store.search({"scope": U1, "query": "é" * 600})
@@ -779,7 +810,9 @@ class MemoryStoreConformance(ABC):
         assert event.query_clipped is True
         assert event.query_preview.endswith("…")
 
-    def test_event_log_persists_and_filters(self, store: Any, raw_store: Any, clock: FakeClock) -> None:
+    def test_event_log_persists_and_filters(
+        self, store: FullMemoryStore, raw_store: FullMemoryStore, clock: FakeClock
+    ) -> None:
         self._needs(store, events=True)
         store.write([rec("one", U1), rec("two", {**U2, "agent": "coder"})])
         store.search({"scope": U1, "query": "one"})
@@ -794,7 +827,9 @@ class MemoryStoreConformance(ABC):
         assert stored == writes[0]
         assert raw_store.get_event(10**9) is None
 
-    def test_prune_events_keeps_records(self, store: Any, raw_store: Any, clock: FakeClock) -> None:
+    def test_prune_events_keeps_records(
+        self, store: FullMemoryStore, raw_store: FullMemoryStore, clock: FakeClock
+    ) -> None:
         self._needs(store, events=True)
         store.write([rec("old")])
         clock.advance(days=40)
@@ -804,7 +839,9 @@ class MemoryStoreConformance(ABC):
         assert len(raw_store.query_events({})) == 1
         assert sorted(contents(store.search({"scope": U1}))) == ["new", "old"]
 
-    def test_import_events_keeps_ids(self, store: Any, raw_store: Any, clock: FakeClock) -> None:
+    def test_import_events_keeps_ids(
+        self, store: FullMemoryStore, raw_store: FullMemoryStore, clock: FakeClock
+    ) -> None:
         self._needs(store, events=True)
         store.write([rec("one", U1), rec("two", U2)])
         store.search({"scope": U1, "query": "one"})
@@ -816,7 +853,7 @@ class MemoryStoreConformance(ABC):
         store.write([rec("three")])
         assert raw_store.query_events({"limit": 1})[0].id > max(stored.id for stored in logged)
 
-    def test_erase_removes_the_scopes_events(self, store: Any, raw_store: Any) -> None:
+    def test_erase_removes_the_scopes_events(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
         self._needs(store, events=True, erasure=True)
         store.write([rec("u1 note", U1), rec("u10 note", U10)])
         store.search({"scope": U1, "query": "secret question"})
@@ -828,7 +865,7 @@ class MemoryStoreConformance(ABC):
 
     # === Tier 1: concurrency ========================================================
 
-    def test_concurrent_key_upserts_leave_one_live_record(self, raw_store: Any) -> None:
+    def test_concurrent_key_upserts_leave_one_live_record(self, raw_store: FullMemoryStore) -> None:
         errors: list[BaseException] = []
 
         def writer(n: int) -> None:
@@ -853,13 +890,13 @@ class MemoryStoreConformance(ABC):
     # === Tier 2: match sets for keyword backends ====================================
 
     @pytest.fixture
-    def corpus(self, raw_store: Any) -> dict[str, str]:
+    def corpus(self, raw_store: FullMemoryStore) -> dict[str, str]:
         self._needs(raw_store, search="keyword")
         records = raw_store.write([rec(content, tags=list(tags)) for content, tags in CORPUS.values()])
         return {record.id: label for label, record in zip(CORPUS, records, strict=True)}
 
     @pytest.mark.parametrize("case", MATCH_CASES, ids=[case.id for case in MATCH_CASES])
-    def test_tier2_match_set(self, store: Any, corpus: dict[str, str], case: MatchCase) -> None:
+    def test_tier2_match_set(self, store: FullMemoryStore, corpus: dict[str, str], case: MatchCase) -> None:
         hits = store.search({"scope": U1, "query": case.query, "limit": 100})
         assert {corpus[hit.record.id] for hit in hits} == case.expected
         reference = {
@@ -868,3 +905,42 @@ class MemoryStoreConformance(ABC):
             if set(tokenize(case.query)) & set(tokenize(content + " " + " ".join(tags)))
         }
         assert reference == case.expected, "the case table agrees with tokenize()"
+
+    # === corruption: reported, never skipped ========================================
+
+    def test_a_corrupt_row_is_reported_by_every_read(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        store.write([rec("a healthy neighbour about gardens")])
+        for column, value in self.CORRUPTIONS:
+            victim = store.write([rec(f"the victim row about gardens ({column})")])[0]
+            if not self.corrupt_row(raw_store, victim.id, column, value):
+                pytest.skip("this backend cannot hold a corrupt row")
+            with pytest.raises(MemoryCorruptionError) as info:
+                store.get(victim.id)
+            assert info.value.record_id == victim.id, column
+            assert info.value.raw[column] == value, column
+            assert info.value.scope == U1, "the scope still parses, so a curator can find the row"
+            queries: list[dict[str, Any]] = [{"scope": U1}]
+            if column != "content":  # a blank content no longer matches the query's words
+                queries.append({"scope": U1, "query": "gardens"})
+            for query in queries:
+                with pytest.raises(MemoryCorruptionError) as found:
+                    store.search(query)
+                assert found.value.record_id == victim.id, (column, query)
+            scan = store.find_corrupt()
+            assert [c.id for c in scan.corrupt] == [victim.id] and scan.complete, column
+            assert scan.corrupt[0].raw[column] == value
+            assert store.delete(victim.id), "deleting is the repair a corrupt row can always take"
+            assert store.find_corrupt().corrupt == []
+
+    def test_find_corrupt_is_bounded_and_scoped(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        store.write([rec(f"fine {n}") for n in range(5)])
+        store.write([rec("elsewhere", U2)])
+        bad = store.write([rec("will break", U2)])[0]
+        if not self.corrupt_row(raw_store, bad.id, "kind", "belief"):
+            pytest.skip("this backend cannot hold a corrupt row")
+        scan = store.find_corrupt()
+        assert (scan.checked, scan.complete, [c.id for c in scan.corrupt]) == (7, True, [bad.id])
+        assert store.find_corrupt(U1).corrupt == [] and store.find_corrupt(U1).checked == 5
+        assert [c.id for c in store.find_corrupt(U2).corrupt] == [bad.id]
+        assert store.find_corrupt(max_rows=3).complete is False
+        assert len(store.find_corrupt(limit=1).corrupt) == 1

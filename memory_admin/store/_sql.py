@@ -259,18 +259,28 @@ def _raw(row: Mapping[str, Any]) -> dict[str, Any]:
 # --- shared builders and ops ----------------------------------------------------------
 
 
+class Clauses:
+    """SQL conditions and their parameters, gathered in order and joined with AND."""
+
+    def __init__(self) -> None:
+        self.clauses: list[str] = []
+        self.params: list[Any] = []
+
+    def add(self, clause: str, values: Sequence[Any] = ()) -> None:
+        self.clauses.append(clause)
+        self.params.extend(values)
+
+    def where(self, empty: str) -> tuple[str, list[Any]]:
+        return (" AND ".join(self.clauses) or empty), self.params
+
+
 def record_filters(d: Dialect, plan: SearchPlan) -> tuple[str, list[Any]]:
     """SQL conditions on ``r`` (the records table) for every filter of a search plan
     except scope and text: kinds, tags, keys, the target flag, expiry, ``as_of`` and
     invalidation."""
     query = plan.query
-    clauses: list[str] = []
-    params: list[Any] = []
-
-    def add(clause: str, values: Sequence[Any]) -> None:
-        clauses.append(clause)
-        params.extend(values)
-
+    found = Clauses()
+    add = found.add
     if query.kinds is not None:
         add(*d.one_of("r.kind", query.kinds))
     if query.tags:
@@ -278,7 +288,7 @@ def record_filters(d: Dialect, plan: SearchPlan) -> tuple[str, list[Any]]:
     if query.keys is not None:
         add(*(d.one_of("r.key", query.keys) if query.key_match == "exact" else d.key_prefix("r.key", query.keys)))
     if query.targeted is not None:
-        add("r.target IS NOT NULL" if query.targeted else "r.target IS NULL", ())
+        add("r.target IS NOT NULL" if query.targeted else "r.target IS NULL")
     if not plan.include_expired:
         add(f"(r.expires_at IS NULL OR r.expires_at > {d.p})", [d.to_db_time(plan.now)])
     if query.as_of is not None:
@@ -287,8 +297,8 @@ def record_filters(d: Dialect, plan: SearchPlan) -> tuple[str, list[Any]]:
         if not query.include_invalidated:
             add(f"(r.invalid_at IS NULL OR r.invalid_at > {d.p})", [as_of])
     elif not query.include_invalidated:
-        add("r.invalid_at IS NULL", ())
-    return (" AND ".join(clauses) or d.true), params
+        add("r.invalid_at IS NULL")
+    return found.where(d.true)
 
 
 def visible_candidates(viewer: Scope, agent: str | None) -> list[Scope]:
@@ -323,13 +333,8 @@ def event_row(d: Dialect, event: AnyEvent) -> list[Any]:
 
 
 def query_events_op(d: Dialect, query: EventQuery) -> Op[list[StoredEvent]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-
-    def add(clause: str, values: Sequence[Any]) -> None:
-        clauses.append(clause)
-        params.extend(values)
-
+    found = Clauses()
+    add = found.add
     if query.types is not None:
         add(*d.one_of("type", query.types))
     if query.since is not None:
@@ -343,11 +348,11 @@ def query_events_op(d: Dialect, query: EventQuery) -> Op[list[StoredEvent]]:
     if query.before_id is not None:
         add(f"eid < {d.p}", [query.before_id])
     if not query.include_previews:
-        add(d.flag("preview", False), ())
-    sql = "SELECT eid, body FROM memory_events"
-    if clauses:
-        sql += " WHERE " + " AND ".join(clauses)
-    rows = yield Statement(f"{sql} ORDER BY eid DESC LIMIT {d.p}", [*params, query.limit])
+        add(d.flag("preview", False))
+    where, params = found.where(d.true)
+    rows = yield Statement(
+        f"SELECT eid, body FROM memory_events WHERE {where} ORDER BY eid DESC LIMIT {d.p}", [*params, query.limit]
+    )
     return [StoredEvent(id=int(row["eid"]), event=parse_event(row["body"])) for row in rows]
 
 
@@ -424,3 +429,38 @@ def append_events_op(d: Dialect, events: Sequence[AnyEvent]) -> Op[list[int]]:
         )
         ids.append(int(rows[0]["eid"]))
     return ids
+
+
+class SqlSession(ABC):
+    """The primitives both SQL backends answer with the same SQL, through their dialect.
+    A backend's session subclasses it and adds what only its database can say."""
+
+    dialect: Dialect
+    record_select: str
+    """A record select through its FROM clause (``r`` the records table)."""
+
+    @abstractmethod
+    def records_under(self, scope: Scope) -> Op[tuple[str, list[Any]]]:
+        """A condition on ``r`` for the records whose scope contains ``scope``'s pairs."""
+
+    def kind_counts(self, scope_ids: Sequence[int]) -> Op[dict[str, int]]:
+        return (yield from kind_counts_op(self.dialect, scope_ids))
+
+    def newest_ids(self, scope_ids: Sequence[int], limit: int) -> Op[list[str]]:
+        return (yield from newest_ids_op(self.dialect, scope_ids, limit))
+
+    def erase_events(self, scope: Scope, *, dry_run: bool) -> Op[int]:
+        return (yield from erase_events_op(self.dialect, scope, dry_run=dry_run))
+
+    def find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> Op[CorruptionScan]:
+        where = None if scope is None else (yield from self.records_under(scope))
+        return (yield from scan_corrupt_op(self.dialect, self.record_select, where, limit, max_rows))
+
+    def append_events(self, events: Sequence[AnyEvent]) -> Op[list[int]]:
+        return (yield from append_events_op(self.dialect, events))
+
+    def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]:
+        return (yield from query_events_op(self.dialect, query))
+
+    def prune_events(self, before: datetime) -> Op[int]:
+        return (yield from prune_events_op(self.dialect, before))

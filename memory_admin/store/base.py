@@ -19,18 +19,16 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from memory_admin.errors import (
     CapabilityError,
     MemoryConflictError,
     MemoryLimitError,
     MemoryNotFoundError,
-    MemoryScopeError,
     MemoryValidationError,
 )
 from memory_admin.events import (
@@ -38,7 +36,6 @@ from memory_admin.events import (
     EventQuery,
     EventSink,
     MemorySearchEvent,
-    MemoryWriteEvent,
     StoredEvent,
     agent_of,
     deliver,
@@ -52,12 +49,12 @@ from memory_admin.records import (
     MemorySearchQuery,
     MemoryWriteInput,
     parse_model,
-    trusted_record,
     utc_now,
 )
-from memory_admin.scope import Scope, canonical_scope, scope_json
+from memory_admin.scope import canonical_scope, scope_json
 from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store._sql import Op, Statement
+from memory_admin.store.batch import check_import_slots, plan_batch, validate_batch, write_events
 from memory_admin.store.ids import IdFactory
 from memory_admin.store.plan import Cursor, SearchPlan, now_us
 from memory_admin.store.protocol import (
@@ -71,6 +68,17 @@ from memory_admin.store.protocol import (
     ScopeFacet,
     SearchQueryLike,
     WriteInputLike,
+)
+from memory_admin.store.session import (
+    BatchReader,
+    BatchReads,
+    Flow,
+    Invalidation,
+    Mode,
+    PlannedBatch,
+    Session,
+    Slot,
+    Unit,
 )
 from memory_admin.tokenize import unique_tokens
 
@@ -86,118 +94,20 @@ DEFAULT_MAX_CONTENT_CHARS = 10_000
 DEFAULT_MAX_LIMIT = 1000
 DEFAULT_MAX_BATCH = 10_000
 
-Mode = Literal["read", "snapshot", "write", "maintain"]
-"""How a unit runs: ``read`` (each statement sees committed data), ``snapshot`` (all of
-them one consistent state), ``write`` (one serialised, atomic write transaction) or
-``maintain`` (outside any transaction: checkpoints, VACUUM)."""
 
-Slot = tuple[Scope, str, str]
-"""A key slot: ``(scope, kind, key)``; one live record holds it at a time."""
-
-
-@dataclass
-class Invalidation:
-    record_id: str
-    at: datetime
-    reason: str | None
-    superseded_by: str | None = None
-
-
-@dataclass
-class PlannedBatch:
-    """A write batch resolved against the store: the records to insert (input order) and
-    the predecessors to invalidate."""
-
-    records: list[MemoryRecord] = field(default_factory=list)
-    invalidations: list[Invalidation] = field(default_factory=list)
-
-
-class BatchReader(Protocol):
-    """What planning a write batch reads: its named predecessors and its key-slot holders."""
-
-    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
-    def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None: ...
-
-
-class BatchReads:
-    """The records a batch names and the live holders of its key slots, read (and, on
-    a server database, locked) before planning starts."""
-
-    def __init__(self, records: Iterable[MemoryRecord], slots: Iterable[Slot]) -> None:
-        self._by_id = {record.id: record for record in records}
-        wanted = {(scope_json(scope), kind, key) for scope, kind, key in slots}
-        self._holders: dict[tuple[str, str, str], MemoryRecord] = {
-            (scope_json(r.scope), r.kind, r.key): r
-            for r in self._by_id.values()
-            if r.key is not None and r.invalid_at is None and (scope_json(r.scope), r.kind, r.key) in wanted
-        }
-
-    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
-        return {i: self._by_id[i] for i in ids if i in self._by_id}
-
-    def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None:
-        return self._holders.get((scope_json(scope), kind, key))
-
-
-class Session(Protocol):
-    """A backend's primitives, valid inside one unit of work. Each returns an op; the
-    unit's mode decides the transaction they share."""
-
-    def get_many(self, ids: Sequence[str], *, lock: bool = False) -> Op[dict[str, MemoryRecord]]:
-        """The records with these ids that exist (corrupt rows raise); ``lock`` holds them
-        until the write unit ends."""
-        ...
-
-    def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot], scopes: Sequence[Scope]) -> Op[list[MemoryRecord]]:
-        """The records with these ids and the live holders of these key slots, after
-        taking whatever locks writing into ``scopes`` needs."""
-        ...
-
-    def insert(self, records: Sequence[MemoryRecord]) -> Op[None]: ...
-    def invalidate(self, changes: Sequence[Invalidation]) -> Op[None]: ...
-    def delete(self, record_id: str) -> Op[bool]: ...
-    def expired_ids(self, scope: Scope, now: datetime) -> Op[list[str]]: ...
-
-    def scopes_under(self, scope: Scope, *, lock: bool) -> Op[list[tuple[int, Scope]]]:
-        """Every stored scope containing ``scope``'s pairs, with its handle."""
-        ...
-
-    def kind_counts(self, scope_ids: Sequence[int]) -> Op[dict[str, int]]: ...
-    def newest_ids(self, scope_ids: Sequence[int], limit: int) -> Op[list[str]]: ...
-    def erase_events(self, scope: Scope, *, dry_run: bool) -> Op[int]: ...
-
-    def drop_scopes(self, scope_ids: Sequence[int]) -> Op[None]:
-        """Delete these scopes and every record in them."""
-        ...
-
-    def search(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]: ...
-    def count(self, plan: SearchPlan) -> Op[ScopeCounts]: ...
-    def facets(self, scope: Scope | None, values_per_key: int) -> Op[list[ScopeFacet]]: ...
-    def find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> Op[CorruptionScan]: ...
-    def append_events(self, events: Sequence[AnyEvent]) -> Op[list[int]]: ...
-    def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]: ...
-    def prune_events(self, before: datetime) -> Op[int]: ...
-    def import_events(self, events: Sequence[StoredEvent]) -> Op[int]: ...
-
-    def scrub(self) -> Op[None]:
-        """After forgetting (``maintain`` mode): leave no forgotten byte in the store's
-        files (checkpoint the write-ahead log). A no-op where there is nothing to do."""
-        ...
-
-    def optimize(self) -> Op[None]: ...
-
-
-@dataclass(frozen=True)
-class Unit(Generic[T]):
-    """One unit of work: ``steps`` run against a :class:`Session` in one transaction of
-    ``mode``."""
-
-    mode: Mode
-    steps: Callable[[Session], Op[T]]
-
-
-Flow = Generator[Unit[Any], Any, T]
-"""A whole operation: validation, the units it runs, what happens after they commit."""
+def full_capabilities(backend: str) -> MemoryStoreCapabilities:
+    """The capabilities of a backend with every extension and the default limits (every
+    bundled backend; a store with an embedder reports its search kind on top)."""
+    return MemoryStoreCapabilities(
+        backend=backend,
+        search="keyword",
+        erasure=True,
+        admin=True,
+        events=True,
+        max_content_chars=DEFAULT_MAX_CONTENT_CHARS,
+        max_limit=DEFAULT_MAX_LIMIT,
+        max_batch=DEFAULT_MAX_BATCH,
+    )
 
 
 def clean_reason(reason: str | None) -> str | None:
@@ -293,7 +203,7 @@ class BaseMemoryStore(ABC):
         event reports stands."""
         if self._logging_events:
             try:
-                self._run_unit(Unit("write", lambda s: s.append_events([event])))
+                self._append_event(event)
             except Exception:
                 log.exception("could not persist %s event", event.type)
         deliver(self._sinks, event)
@@ -305,8 +215,11 @@ class BaseMemoryStore(ABC):
 
     def record_event(self, event: AnyEvent) -> StoredEvent:
         """Persist one event and return it with its id (raises on failure, unlike :meth:`emit`)."""
+        return StoredEvent(id=self._append_event(event), event=event)
+
+    def _append_event(self, event: AnyEvent) -> int:
         [event_id] = self._run_unit(Unit("write", lambda s: s.append_events([event])))
-        return StoredEvent(id=event_id, event=event)
+        return event_id
 
     def _events_unit(self, mode: Mode, steps: Callable[[Session], Op[T]]) -> Unit[T]:
         if not self.capabilities().events:
@@ -341,11 +254,11 @@ class BaseMemoryStore(ABC):
         return await self._adrive(self._write(inputs))
 
     def _write(self, inputs: Sequence[WriteInputLike]) -> Flow[list[MemoryRecord]]:
-        items = self._validate_batch(inputs)
+        items = validate_batch(inputs, self.capabilities())
         if not items:
             return []
         batch: PlannedBatch = yield Unit("write", lambda s: self._write_steps(s, items))
-        self._emit_all(self._write_events(batch))
+        self._emit_all(write_events(batch))
         return batch.records
 
     def _write_steps(self, s: Session, items: list[MemoryWriteInput]) -> Op[PlannedBatch]:
@@ -354,174 +267,11 @@ class BaseMemoryStore(ABC):
         named = sorted({item.supersedes for item in items if item.supersedes})
         scopes = [item.scope for item in items]
         reads = BatchReads((yield from s.batch_reads(named, slots, scopes)), slots)
-        batch = self._plan_batch(reads, items)
+        batch = plan_batch(reads, items, clock=self._clock, id_factory=self._ids)
         if batch.invalidations:
             yield from s.invalidate(batch.invalidations)
         yield from s.insert(batch.records)
         return batch
-
-    def _validate_batch(self, inputs: Sequence[WriteInputLike]) -> list[MemoryWriteInput]:
-        if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Sequence):
-            raise MemoryValidationError(
-                "write() takes a list of inputs, even for a single record.",
-                [{"loc": "inputs", "msg": "expected a list"}],
-            )
-        caps = self.capabilities()
-        if len(inputs) > caps.max_batch:
-            raise MemoryLimitError(
-                f"A batch holds at most {caps.max_batch} inputs; split it.",
-                limit=caps.max_batch,
-                size=len(inputs),
-            )
-        items = [parse_model(MemoryWriteInput, item, what=f"input {i}") for i, item in enumerate(inputs)]
-        for index, item in enumerate(items):
-            if len(item.content) > caps.max_content_chars:
-                raise MemoryLimitError(
-                    f"Input {index}: content has {len(item.content)} characters; "
-                    f"{caps.backend} holds at most {caps.max_content_chars}. "
-                    "Store one fact per record.",
-                    index=index,
-                    limit=caps.max_content_chars,
-                    size=len(item.content),
-                )
-        return items
-
-    def _plan_batch(self, tx: BatchReader, items: list[MemoryWriteInput]) -> PlannedBatch:
-        """Resolve every input's predecessor, then stamp the batch with one ``now``.
-
-        A predecessor is the record an input supersedes: named explicitly, or the valid
-        holder of its ``(scope, kind, key)`` slot, or an earlier input of this batch.
-        """
-        explicit = tx.get_many({item.supersedes for item in items if item.supersedes})
-        stored: list[MemoryRecord | None] = []  # predecessor already in the store
-        in_batch: list[int | None] = []  # or: index of an earlier input
-        retired: set[str] = set()
-        slots: dict[tuple[str, str, str], int] = {}
-        for index, item in enumerate(items):
-            predecessor = self._explicit_predecessor(index, item, explicit)
-            earlier: int | None = None
-            if item.key is not None:
-                slot = (scope_json(item.scope), item.kind, item.key)
-                earlier = slots.get(slot)
-                holder = None if earlier is not None else tx.find_valid_keyed(item.scope, item.kind, item.key)
-                if holder is not None and holder.id in retired:
-                    holder = None  # an earlier input of this batch already superseded it
-                if predecessor is not None and (earlier is not None or (holder and holder.id != predecessor.id)):
-                    held_by = holder.id if holder else f"input {earlier} of this batch"
-                    raise MemoryConflictError(
-                        f"Input {index} supersedes {predecessor.id!r}, but the key {item.key!r} is held "
-                        f"by {held_by}. Supersede that record or choose another key. Nothing was written.",
-                        index=index,
-                        record_id=predecessor.id,
-                        key_holder=held_by,
-                    )
-                predecessor = predecessor or holder
-                slots[slot] = index
-            if predecessor is not None:
-                if predecessor.id in retired:
-                    raise MemoryConflictError(
-                        f"Input {index} supersedes {predecessor.id!r}, which an earlier input of this "
-                        "batch already supersedes; a record has one successor. Nothing was written.",
-                        index=index,
-                        record_id=predecessor.id,
-                    )
-                retired.add(predecessor.id)
-            stored.append(predecessor)
-            in_batch.append(earlier)
-
-        # one now for the batch, never earlier than a version it supersedes (clock skew)
-        now = max([self._clock(), *(p.updated_at for p in stored if p is not None)])
-        for index, item in enumerate(items):
-            if item.expires_at is not None and item.expires_at <= now:
-                raise MemoryValidationError(
-                    f"Input {index}: expires_at must be in the future.",
-                    [{"loc": f"{index}.expires_at", "msg": "must be in the future"}],
-                )
-        ids = self._ids.batch(now, len(items))
-        successor: dict[int, str] = {}
-        batch = PlannedBatch()
-        for index, (predecessor, earlier) in enumerate(zip(stored, in_batch, strict=True)):
-            if predecessor is not None:
-                batch.invalidations.append(Invalidation(predecessor.id, now, "superseded", superseded_by=ids[index]))
-            if earlier is not None:
-                successor[earlier] = ids[index]
-        for index, item in enumerate(items):
-            before, earlier = stored[index], in_batch[index]
-            predecessor_id = ids[earlier] if earlier is not None else (before.id if before else None)
-            retired_now = index in successor
-            batch.records.append(
-                # every field was validated as a MemoryWriteInput; skip validating it twice
-                trusted_record(
-                    id=ids[index],
-                    scope=item.scope,
-                    kind=item.kind,
-                    content=item.content,
-                    key=item.key,
-                    tags=item.tags,
-                    provenance=item.provenance,
-                    created_at=now,
-                    updated_at=now,
-                    supersedes=predecessor_id,
-                    expires_at=item.expires_at,
-                    target=item.target,
-                    payload=item.payload,
-                    invalid_at=now if retired_now else None,
-                    invalid_reason="superseded" if retired_now else None,
-                    superseded_by=successor.get(index),
-                    supports=(),
-                )
-            )
-        return batch
-
-    @staticmethod
-    def _explicit_predecessor(
-        index: int, item: MemoryWriteInput, explicit: dict[str, MemoryRecord]
-    ) -> MemoryRecord | None:
-        if item.supersedes is None:
-            return None
-        predecessor = explicit.get(item.supersedes)
-        if predecessor is None:
-            raise MemoryNotFoundError(
-                item.supersedes,
-                f"Input {index} supersedes {item.supersedes!r}, which does not exist. Nothing was written.",
-            )
-        if predecessor.scope != item.scope:
-            raise MemoryScopeError(
-                f"Input {index} supersedes {item.supersedes!r}, which lives in another scope; a "
-                "correction is written in the scope of the record it corrects. Nothing was written.",
-                index=index,
-                record_id=item.supersedes,
-            )
-        if predecessor.invalid_at is not None:
-            raise MemoryConflictError(
-                f"Input {index} supersedes {item.supersedes!r}, which is already invalid"
-                + (f" (superseded by {predecessor.superseded_by})" if predecessor.superseded_by else "")
-                + ". Supersede the current version instead. Nothing was written.",
-                index=index,
-                record_id=item.supersedes,
-                superseded_by=predecessor.superseded_by,
-            )
-        return predecessor
-
-    @staticmethod
-    def _write_events(batch: PlannedBatch) -> list[MemoryWriteEvent]:
-        """One write event per distinct scope of a committed batch."""
-        now = batch.records[0].created_at
-        by_scope: dict[str, list[MemoryRecord]] = {}
-        for record in batch.records:
-            by_scope.setdefault(scope_json(record.scope), []).append(record)
-        return [
-            MemoryWriteEvent(
-                at=now,
-                scope=records[0].scope,
-                agent=agent_of(records[0].scope),
-                count=len(records),
-                record_ids=[r.id for r in records],
-                kinds=dict(Counter(r.kind for r in records)),
-                superseded_ids=[r.supersedes for r in records if r.supersedes],
-            )
-            for records in by_scope.values()
-        ]
 
     # --- read ---------------------------------------------------------------------
 
@@ -764,31 +514,12 @@ class BaseMemoryStore(ABC):
                     record_id=first,
                 )
             fresh = [r for r in parsed if r.id not in existing]
-            self._check_import_slots(reads, fresh)
+            check_import_slots(reads, fresh)
             if fresh:
                 yield from s.insert(fresh)
             return len(fresh)
 
         return self._run_unit(Unit("write", steps))
-
-    @staticmethod
-    def _check_import_slots(tx: BatchReader, records: Sequence[MemoryRecord]) -> None:
-        """A key slot has one live holder, whichever way records arrive."""
-        holders: dict[tuple[str, str, str], str] = {}
-        for record in records:
-            if record.key is None or record.invalid_at is not None:
-                continue
-            slot = (scope_json(record.scope), record.kind, record.key)
-            stored = tx.find_valid_keyed(record.scope, record.kind, record.key)
-            holder = holders.get(slot) or (stored.id if stored is not None else None)
-            if holder is not None and holder != record.id:
-                raise MemoryConflictError(
-                    f"Record {record.id!r} is live on key {record.key!r}, which {holder!r} already holds; "
-                    "a key slot has one live record. Nothing was imported.",
-                    record_id=record.id,
-                    key_holder=holder,
-                )
-            holders[slot] = record.id
 
     def scope_facets(self, scope: Mapping[str, str] | None = None, *, values_per_key: int = 50) -> list[ScopeFacet]:
         canonical = canonical_scope(scope) if scope is not None else None
@@ -882,5 +613,6 @@ __all__ = [
     "Unit",
     "check_id",
     "clean_reason",
+    "full_capabilities",
     "now_us",
 ]

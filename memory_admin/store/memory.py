@@ -21,16 +21,14 @@ from memory_admin.scope import Scope, is_subset_match, scope_json, scope_matches
 from memory_admin.store import ranking
 from memory_admin.store._sql import Op, Statement, no_statements
 from memory_admin.store.base import (
-    DEFAULT_MAX_BATCH,
-    DEFAULT_MAX_CONTENT_CHARS,
-    DEFAULT_MAX_LIMIT,
     BaseMemoryStore,
     Invalidation,
     Mode,
     Slot,
+    full_capabilities,
 )
 from memory_admin.store.plan import Cursor, SearchPlan, now_us
-from memory_admin.store.protocol import CorruptionScan, MemoryStoreCapabilities, ScopeCounts, ScopeFacet
+from memory_admin.store.protocol import CorruptionScan, ScopeCounts, ScopeFacet
 from memory_admin.store.ranking import build_facets
 
 
@@ -287,16 +285,7 @@ class InMemoryMemoryStore(BaseMemoryStore):
     """A memory store held in a dict; gone when the process ends."""
 
     backend_name = "memory"
-    capabilities_data = MemoryStoreCapabilities(
-        backend="memory",
-        search="keyword",
-        erasure=True,
-        admin=True,
-        events=True,
-        max_content_chars=DEFAULT_MAX_CONTENT_CHARS,
-        max_limit=DEFAULT_MAX_LIMIT,
-        max_batch=DEFAULT_MAX_BATCH,
-    )
+    capabilities_data = full_capabilities("memory")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -321,7 +321,7 @@ class EventLogStore(MemoryStore, Protocol):
         """Insert events verbatim, ids included; an id already in the log is skipped."""
         ...
 
-    def query_events(self, query: EventQuery) -> list[StoredEvent]:
+    def query_events(self, query: EventQuery | Mapping[str, object]) -> list[StoredEvent]:
         """Events matching ``query``, newest first."""
         ...
 

@@ -3,23 +3,37 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memory_admin.conformance import FakeClock, MemoryStoreConformance
-from memory_admin.errors import MemoryCorruptionError, MemoryStoreError, SchemaVersionError
-from memory_admin.store import SqliteMemoryStore, open_store
-from memory_admin.store.sqlite import MIGRATIONS, SCHEMA_VERSION
+from memory_admin.errors import MemoryStoreError, SchemaVersionError
+from memory_admin.store import FullMemoryStore, SqliteMemoryStore, open_store
+from memory_admin.store.sqlite import MIGRATIONS, SCHEMA_VERSION, id_key
 
 U1 = {"tenant": "acme", "user": "u1"}
 PROV = {"source": "test"}
 
 
 class TestSqliteStore(MemoryStoreConformance):
+    CORRUPTIONS = (
+        *MemoryStoreConformance.CORRUPTIONS,
+        ("content", "gardens \x00 row"),
+        ("created_at", "yesterday"),
+    )
+
     def make_store(self, clock: FakeClock) -> SqliteMemoryStore:
         return SqliteMemoryStore(self.tmp_path / "memory.sqlite3", clock=clock)
+
+    def corrupt_row(self, store: FullMemoryStore, record_id: str, column: str, value: str) -> bool:
+        assert isinstance(store, SqliteMemoryStore)
+        # the FTS index follows content edits (a trigger), so the row still matches its words
+        with closing(raw(store.path)) as conn:
+            conn.execute(f"UPDATE memory_records SET {column} = ? WHERE id = ?", (value, id_key(record_id)))
+        return True
 
 
 def write_one(store: SqliteMemoryStore, content: str, **extra: Any) -> str:
@@ -117,37 +131,6 @@ def test_open_store_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         SqliteMemoryStore(":memory:")
 
 
-# --- corruption is reported, never skipped --------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("column", "value"),
-    [
-        pytest.param("kind", "belief", id="unknown-kind"),
-        pytest.param("tags", "{not json", id="broken-json"),
-        pytest.param("content", "gardens \x00 row", id="control-char-in-content"),
-        pytest.param("created_at", "yesterday", id="bad-timestamp"),
-    ],
-)
-def test_a_corrupt_row_raises_from_get_and_search(tmp_path: Path, column: str, value: str) -> None:
-    path = tmp_path / "memory.sqlite3"
-    store = SqliteMemoryStore(path)
-    write_one(store, "a healthy neighbour about gardens")
-    victim = write_one(store, "the victim row about gardens")
-    # the FTS index follows content edits (a trigger), so the row still matches "gardens"
-    raw(path).execute(f"UPDATE memory_records SET {column} = ? WHERE rid = 2", (value,))
-    with pytest.raises(MemoryCorruptionError) as info:
-        store.get(victim)
-    assert info.value.record_id == victim
-    assert info.value.raw[column] == value
-    assert info.value.raw["content"]
-    for query in ({"scope": U1}, {"scope": U1, "query": "gardens"}):
-        with pytest.raises(MemoryCorruptionError) as found:
-            store.search(query)
-        assert found.value.record_id == victim
-    store.close()
-
-
 # --- deleted and erased content leaves no bytes behind ------------------------------------
 
 
@@ -194,8 +177,7 @@ def test_large_scopes_rank_exactly_while_the_budget_holds(tmp_path: Path, monkey
     pruning; while no token exhausts the budget the page equals the exhaustive ranking."""
     import random
 
-    from memory_admin.store import ranking
-    from memory_admin.store import InMemoryMemoryStore
+    from memory_admin.store import InMemoryMemoryStore, ranking
 
     monkeypatch.setattr(ranking, "CANDIDATE_BUDGET", 60)
     monkeypatch.setattr(ranking, "SMALL_SCOPE", 100)

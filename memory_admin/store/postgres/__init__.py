@@ -36,33 +36,25 @@ from memory_admin.errors import (
     MemoryValidationError,
     SchemaVersionError,
 )
-from memory_admin.events import AnyEvent, EventQuery, StoredEvent
+from memory_admin.events import StoredEvent
 from memory_admin.records import MemoryHit, MemoryRecord
 from memory_admin.scope import TENANT_KEY, Scope, scope_json
 from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store._sql import (
     RECORD_COLUMNS,
     Op,
+    SqlSession,
     Statement,
-    append_events_op,
-    erase_events_op,
     event_row,
-    kind_counts_op,
-    newest_ids_op,
-    prune_events_op,
-    query_events_op,
     record_values,
-    scan_corrupt_op,
 )
 from memory_admin.store.base import (
-    DEFAULT_MAX_BATCH,
-    DEFAULT_MAX_CONTENT_CHARS,
-    DEFAULT_MAX_LIMIT,
     BaseMemoryStore,
     Invalidation,
     Mode,
     Slot,
     Unit,
+    full_capabilities,
 )
 from memory_admin.store.plan import Cursor, SearchPlan
 from memory_admin.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION, version_op
@@ -83,7 +75,7 @@ from memory_admin.store.postgres.search import (
     scope_pair_lexemes,
     scope_text_lexeme,
 )
-from memory_admin.store.protocol import CorruptionScan, MemoryStoreCapabilities, ScopeCounts, ScopeFacet
+from memory_admin.store.protocol import ScopeCounts, ScopeFacet
 
 log = logging.getLogger(__name__)
 
@@ -248,12 +240,22 @@ def _lock_rows_op(ids: Sequence[str], slots: Sequence[Slot], scope_ids: Mapping[
     return [record_of(row) for row in rows]
 
 
-class _Session:
+class _Session(SqlSession):
     """The primitives of one unit of work on a PostgreSQL connection."""
+
+    dialect = DIALECT
+    record_select = RECORD_SELECT + RECORD_FROM
 
     def __init__(self, store: PostgresMemoryStore) -> None:
         self._store = store
         self._scope_ids: dict[str, int] = {}
+
+    def records_under(self, scope: Scope) -> Op[tuple[str, list[Any]]]:
+        return (
+            "r.scope_id IN (SELECT sc.scope_id FROM memory_scopes sc WHERE sc.lexemes @> %s::text[])",
+            [[pair_lexeme(key, value) for key, value in scope.items()]],
+        )
+        yield  # pragma: no cover - makes this an op
 
     def _locked_scopes(self, scopes: Mapping[str, Scope]) -> Op[dict[str, int]]:
         missing = {text: scope for text, scope in scopes.items() if text not in self._scope_ids}
@@ -290,15 +292,6 @@ class _Session:
         )
         return [(int(row["scope_id"]), json.loads(row["scope"])) for row in rows]
 
-    def kind_counts(self, scope_ids: Sequence[int]) -> Op[dict[str, int]]:
-        return (yield from kind_counts_op(DIALECT, scope_ids))
-
-    def newest_ids(self, scope_ids: Sequence[int], limit: int) -> Op[list[str]]:
-        return (yield from newest_ids_op(DIALECT, scope_ids, limit))
-
-    def erase_events(self, scope: Scope, *, dry_run: bool) -> Op[int]:
-        return (yield from erase_events_op(DIALECT, scope, dry_run=dry_run))
-
     def drop_scopes(self, scope_ids: Sequence[int]) -> Op[None]:
         yield Statement("DELETE FROM memory_records WHERE scope_id = ANY(%s)", [list(scope_ids)])
         yield Statement("DELETE FROM memory_scopes WHERE scope_id = ANY(%s)", [list(scope_ids)])
@@ -311,24 +304,6 @@ class _Session:
 
     def facets(self, scope: Scope | None, values_per_key: int) -> Op[list[ScopeFacet]]:
         return (yield from facets_op(scope, values_per_key))
-
-    def find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> Op[CorruptionScan]:
-        where = None
-        if scope is not None:
-            where = (
-                "r.scope_id IN (SELECT sc.scope_id FROM memory_scopes sc WHERE sc.lexemes @> %s::text[])",
-                [[pair_lexeme(key, value) for key, value in scope.items()]],
-            )
-        return (yield from scan_corrupt_op(DIALECT, RECORD_SELECT + RECORD_FROM, where, limit, max_rows))
-
-    def append_events(self, events: Sequence[AnyEvent]) -> Op[list[int]]:
-        return (yield from append_events_op(DIALECT, events))
-
-    def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]:
-        return (yield from query_events_op(DIALECT, query))
-
-    def prune_events(self, before: datetime) -> Op[int]:
-        return (yield from prune_events_op(DIALECT, before))
 
     def import_events(self, events: Sequence[StoredEvent]) -> Op[int]:
         return (yield from import_events_op(events))
@@ -369,16 +344,7 @@ class PostgresMemoryStore(BaseMemoryStore):
     """
 
     backend_name = "postgres"
-    capabilities_data = MemoryStoreCapabilities(
-        backend="postgres",
-        search="keyword",
-        erasure=True,
-        admin=True,
-        events=True,
-        max_content_chars=DEFAULT_MAX_CONTENT_CHARS,
-        max_limit=DEFAULT_MAX_LIMIT,
-        max_batch=DEFAULT_MAX_BATCH,
-    )
+    capabilities_data = full_capabilities("postgres")
 
     def __init__(
         self,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_admin.errors import MemoryBusyError, MemoryStoreError, SchemaVersionError
-from memory_admin.events import AnyEvent, EventQuery, StoredEvent
+from memory_admin.events import StoredEvent
 from memory_admin.records import KINDS, MemoryHit, MemoryRecord
 from memory_admin.scope import TENANT_KEY, Scope, scope_json
 from memory_admin.steps import run_steps
@@ -34,31 +34,23 @@ from memory_admin.store._sql import (
     RECORD_COLUMNS,
     Dialect,
     Op,
+    SqlSession,
     Statement,
-    append_events_op,
-    erase_events_op,
     event_row,
-    kind_counts_op,
-    newest_ids_op,
-    prune_events_op,
-    query_events_op,
     record_from_row,
     record_values,
-    scan_corrupt_op,
     scope_tokens,
 )
 from memory_admin.store.base import (
-    DEFAULT_MAX_BATCH,
-    DEFAULT_MAX_CONTENT_CHARS,
-    DEFAULT_MAX_LIMIT,
     BaseMemoryStore,
     Invalidation,
     Mode,
     Slot,
+    full_capabilities,
 )
 from memory_admin.store.ids import from_value, ulid_value
 from memory_admin.store.plan import Cursor, SearchPlan, now_us
-from memory_admin.store.protocol import CorruptionScan, MemoryStoreCapabilities, ScopeCounts, ScopeFacet
+from memory_admin.store.protocol import ScopeCounts, ScopeFacet
 from memory_admin.store.ranking import facets_from_counts
 from memory_admin.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, statements
 from memory_admin.store.sqlite.search import (
@@ -119,7 +111,7 @@ _ROW_COLUMNS = ("rid", "scope_id", *(c for c in RECORD_COLUMNS if c != "provenan
 _INSERT_RECORD = f"INSERT INTO memory_records ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})"
 
 
-def _id_key(record_id: str) -> bytes | str:
+def id_key(record_id: str) -> bytes | str:
     """How an id is stored: a canonical id as its 16 bytes (half the size of its text,
     in the row and in the unique index), any other id as text."""
     value = ulid_value(record_id)
@@ -140,7 +132,7 @@ def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
 def _record_row(record: MemoryRecord, rid: int, scope_id: int) -> tuple[Any, ...]:
     """A record's row, in :data:`_ROW_COLUMNS` order (writing a batch builds thousands)."""
     values = record_values(record, now_us, provenance_json=False)
-    values["id"] = _id_key(record.id)
+    values["id"] = id_key(record.id)
     values["rid"] = rid
     values["scope_id"] = scope_id
     provenance = record.provenance
@@ -166,12 +158,19 @@ def _execute(conn: sqlite3.Connection, statement: Statement) -> list[Any]:
     return cursor.execute(statement.sql, statement.params).fetchall()
 
 
-class _Session:
+class _Session(SqlSession):
     """The primitives of one unit of work on a SQLite connection."""
+
+    dialect = DIALECT
+    record_select = RECORD_SELECT + RECORD_FROM
 
     def __init__(self, store: SqliteMemoryStore) -> None:
         self._store = store
         self.forgot = False
+
+    def records_under(self, scope: Scope) -> Op[tuple[str, list[Any]]]:
+        scopes = yield from Scopes.subset(scope, None)
+        return "r.scope_id IN (SELECT value FROM json_each(?))", [json_list(sid for sid, _ in scopes)]
 
     def _records(self, rows: Iterable[Any]) -> list[MemoryRecord]:
         return [record_from_row(row, DIALECT.from_db_time) for row in rows]
@@ -182,7 +181,7 @@ class _Session:
             chunk = ids[start : start + 500]
             marks = ", ".join("?" * len(chunk))  # JSON cannot carry the binary form of an id
             rows = yield Statement(
-                RECORD_SELECT + RECORD_FROM + f" WHERE r.id IN ({marks})", [_id_key(i) for i in chunk]
+                RECORD_SELECT + RECORD_FROM + f" WHERE r.id IN ({marks})", [id_key(i) for i in chunk]
             )
             found.update((record.id, record) for record in self._records(rows))
         return found
@@ -269,7 +268,7 @@ class _Session:
         yield Statement(
             "UPDATE memory_records SET invalid_at = ?, invalid_reason = ?, superseded_by = ?, updated_at = ? "
             "WHERE id = ?",
-            [(now_us(c.at), c.reason, c.superseded_by, now_us(c.at), _id_key(c.record_id)) for c in changes],
+            [(now_us(c.at), c.reason, c.superseded_by, now_us(c.at), id_key(c.record_id)) for c in changes],
             many=True,
         )
 
@@ -288,7 +287,7 @@ class _Session:
             yield Statement(f"DELETE FROM {table} WHERE scope_id IN (SELECT value FROM json_each(?))", [doomed])
 
     def delete(self, record_id: str) -> Op[bool]:
-        key = _id_key(record_id)
+        key = id_key(record_id)
         rows = yield Statement("SELECT scope_id FROM memory_records WHERE id = ?", [key], raw=True)
         if not rows:
             return False
@@ -315,15 +314,6 @@ class _Session:
             raw=True,
         )
         return [(int(sid), json.loads(text)) for sid, text in rows]
-
-    def kind_counts(self, scope_ids: Sequence[int]) -> Op[dict[str, int]]:
-        return (yield from kind_counts_op(DIALECT, scope_ids))
-
-    def newest_ids(self, scope_ids: Sequence[int], limit: int) -> Op[list[str]]:
-        return (yield from newest_ids_op(DIALECT, scope_ids, limit))
-
-    def erase_events(self, scope: Scope, *, dry_run: bool) -> Op[int]:
-        return (yield from erase_events_op(DIALECT, scope, dry_run=dry_run))
 
     def drop_scopes(self, scope_ids: Sequence[int]) -> Op[None]:
         yield Statement(
@@ -382,22 +372,6 @@ class _Session:
             by_key.setdefault(key, Counter())[value] = int(count)
         return facets_from_counts(by_key, values_per_key)
 
-    def find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> Op[CorruptionScan]:
-        where = None
-        if scope is not None:
-            scopes = yield from Scopes.subset(scope, None)
-            where = ("r.scope_id IN (SELECT value FROM json_each(?))", [json_list(sid for sid, _ in scopes)])
-        return (yield from scan_corrupt_op(DIALECT, RECORD_SELECT + RECORD_FROM, where, limit, max_rows))
-
-    def append_events(self, events: Sequence[AnyEvent]) -> Op[list[int]]:
-        return (yield from append_events_op(DIALECT, events))
-
-    def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]:
-        return (yield from query_events_op(DIALECT, query))
-
-    def prune_events(self, before: datetime) -> Op[int]:
-        return (yield from prune_events_op(DIALECT, before))
-
     def import_events(self, events: Sequence[StoredEvent]) -> Op[int]:
         added = 0
         for stored in events:
@@ -448,16 +422,7 @@ class SqliteMemoryStore(BaseMemoryStore):
     """A memory store in one SQLite file, safe for several processes at once."""
 
     backend_name = "sqlite"
-    capabilities_data = MemoryStoreCapabilities(
-        backend="sqlite",
-        search="keyword",
-        erasure=True,
-        admin=True,
-        events=True,
-        max_content_chars=DEFAULT_MAX_CONTENT_CHARS,
-        max_limit=DEFAULT_MAX_LIMIT,
-        max_batch=DEFAULT_MAX_BATCH,
-    )
+    capabilities_data = full_capabilities("sqlite")
 
     def __init__(
         self,

@@ -1,0 +1,145 @@
+"""What a backend offers a unit of work: the :class:`Session` primitives, the unit and
+flow types the drivers of :mod:`memory_admin.store.base` run, and the shapes a write
+batch is planned in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from memory_admin.events import AnyEvent, EventQuery, StoredEvent
+from memory_admin.records import MemoryHit, MemoryRecord
+from memory_admin.scope import Scope, scope_json
+from memory_admin.store._sql import Op
+from memory_admin.store.plan import Cursor, SearchPlan
+from memory_admin.store.protocol import CorruptionScan, ScopeCounts, ScopeFacet
+
+T = TypeVar("T")
+
+Mode = Literal["read", "snapshot", "write", "maintain"]
+"""How a unit runs: ``read`` (each statement sees committed data), ``snapshot`` (all of
+them one consistent state), ``write`` (one serialised, atomic write transaction) or
+``maintain`` (outside any transaction: checkpoints, VACUUM)."""
+
+Slot = tuple[Scope, str, str]
+"""A key slot: ``(scope, kind, key)``; one live record holds it at a time."""
+
+
+@dataclass
+class Invalidation:
+    record_id: str
+    at: datetime
+    reason: str | None
+    superseded_by: str | None = None
+
+
+@dataclass
+class PlannedBatch:
+    """A write batch resolved against the store: the records to insert (input order) and
+    the predecessors to invalidate."""
+
+    records: list[MemoryRecord] = field(default_factory=list)
+    invalidations: list[Invalidation] = field(default_factory=list)
+
+
+class BatchReader(Protocol):
+    """What planning a write batch reads: its named predecessors and its key-slot holders."""
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
+    def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None: ...
+
+
+class BatchReads:
+    """The records a batch names and the live holders of its key slots, read (and, on
+    a server database, locked) before planning starts."""
+
+    def __init__(self, records: Iterable[MemoryRecord], slots: Iterable[Slot]) -> None:
+        self._by_id = {record.id: record for record in records}
+        wanted = {(scope_json(scope), kind, key) for scope, kind, key in slots}
+        self._holders: dict[tuple[str, str, str], MemoryRecord] = {
+            (scope_json(r.scope), r.kind, r.key): r
+            for r in self._by_id.values()
+            if r.key is not None and r.invalid_at is None and (scope_json(r.scope), r.kind, r.key) in wanted
+        }
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
+        return {i: self._by_id[i] for i in ids if i in self._by_id}
+
+    def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None:
+        return self._holders.get((scope_json(scope), kind, key))
+
+
+class Session(Protocol):
+    """A backend's primitives, valid inside one unit of work. Each returns an op; the
+    unit's mode decides the transaction they share."""
+
+    def get_many(self, ids: Sequence[str], *, lock: bool = False) -> Op[dict[str, MemoryRecord]]:
+        """The records with these ids that exist (corrupt rows raise); ``lock`` holds them
+        until the write unit ends."""
+        ...
+
+    def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot], scopes: Sequence[Scope]) -> Op[list[MemoryRecord]]:
+        """The records with these ids and the live holders of these key slots, after
+        taking whatever locks writing into ``scopes`` needs."""
+        ...
+
+    def insert(self, records: Sequence[MemoryRecord]) -> Op[None]: ...
+    def invalidate(self, changes: Sequence[Invalidation]) -> Op[None]: ...
+    def delete(self, record_id: str) -> Op[bool]: ...
+    def expired_ids(self, scope: Scope, now: datetime) -> Op[list[str]]: ...
+
+    def scopes_under(self, scope: Scope, *, lock: bool) -> Op[list[tuple[int, Scope]]]:
+        """Every stored scope containing ``scope``'s pairs, with its handle."""
+        ...
+
+    def kind_counts(self, scope_ids: Sequence[int]) -> Op[dict[str, int]]: ...
+    def newest_ids(self, scope_ids: Sequence[int], limit: int) -> Op[list[str]]: ...
+    def erase_events(self, scope: Scope, *, dry_run: bool) -> Op[int]: ...
+
+    def drop_scopes(self, scope_ids: Sequence[int]) -> Op[None]:
+        """Delete these scopes and every record in them."""
+        ...
+
+    def search(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]: ...
+    def count(self, plan: SearchPlan) -> Op[ScopeCounts]: ...
+    def facets(self, scope: Scope | None, values_per_key: int) -> Op[list[ScopeFacet]]: ...
+    def find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> Op[CorruptionScan]: ...
+    def append_events(self, events: Sequence[AnyEvent]) -> Op[list[int]]: ...
+    def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]: ...
+    def prune_events(self, before: datetime) -> Op[int]: ...
+    def import_events(self, events: Sequence[StoredEvent]) -> Op[int]: ...
+
+    def scrub(self) -> Op[None]:
+        """After forgetting (``maintain`` mode): leave no forgotten byte in the store's
+        files (checkpoint the write-ahead log). A no-op where there is nothing to do."""
+        ...
+
+    def optimize(self) -> Op[None]: ...
+
+
+@dataclass(frozen=True)
+class Unit(Generic[T]):
+    """One unit of work: ``steps`` run against a :class:`Session` in one transaction of
+    ``mode``."""
+
+    mode: Mode
+    steps: Callable[[Session], Op[T]]
+
+
+Flow = Generator[Unit[Any], Any, T]
+"""A whole operation: validation, the units it runs, what happens after they commit."""
+
+
+__all__ = [
+    "BatchReader",
+    "BatchReads",
+    "Flow",
+    "Invalidation",
+    "Mode",
+    "PlannedBatch",
+    "Session",
+    "Slot",
+    "Unit",
+]
