@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Generator, Mapping
 from datetime import datetime
 from typing import Literal
 
@@ -49,7 +49,7 @@ from memory_admin.errors import MemoryValidationError
 from memory_admin.events import EventSink, MemoryRecallEvent, agent_of, deliver, preview
 from memory_admin.records import MemoryHit, MemoryRecord, MemorySearchQuery, utc_now
 from memory_admin.scope import AGENT_KEY, Scope, ScopeMatch, canonical_scope
-from memory_admin.store.base import BaseMemoryStore
+from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store.protocol import EventLogStore, MemoryStore
 from memory_admin.tokenize import unique_tokens
 
@@ -426,28 +426,6 @@ def _deliver(store: MemoryStore, event: MemoryRecallEvent, sink: EventSink | Non
         store.emit(event)
 
 
-def _search(store: MemoryStore, query: MemorySearchQuery) -> list[MemoryHit]:
-    if isinstance(store, BaseMemoryStore):
-        return store.search(query, emit_event=False)
-    return store.search(query)
-
-
-async def _asearch(store: MemoryStore, query: MemorySearchQuery) -> list[MemoryHit]:
-    if isinstance(store, BaseMemoryStore):
-        return await store.asearch(query, emit_event=False)
-    return await store.asearch(query)
-
-
-def _drive(steps: _Steps, run: Callable[[MemorySearchQuery], list[MemoryHit]]) -> _Candidates:
-    try:
-        query = next(steps)
-        while True:
-            query = steps.send(run(query))
-    except StopIteration as done:
-        found: _Candidates = done.value
-        return found
-
-
 def assemble_recall(
     store: MemoryStore,
     scope: Mapping[str, str],
@@ -492,7 +470,7 @@ def assemble_recall(
         max_hits=max_hits,
         scope_match=scope_match,
     )
-    found = _drive(_gather(plan, show_ids), lambda q: _search(store, q))
+    found = run_steps(_gather(plan, show_ids), lambda q: store.search(q, emit_event=False))
     result = _finish(plan, found, show_ids=show_ids, now=now or utc_now(), started=started, preview_run=preview_run)
     _deliver(store, result.event, sink)
     return result
@@ -527,13 +505,7 @@ async def aassemble_recall(
         max_hits=max_hits,
         scope_match=scope_match,
     )
-    steps = _gather(plan, show_ids)
-    try:
-        search = next(steps)
-        while True:
-            search = steps.send(await _asearch(store, search))
-    except StopIteration as done:
-        found: _Candidates = done.value
+    found = await arun_steps(_gather(plan, show_ids), lambda q: store.asearch(q, emit_event=False))
     result = _finish(plan, found, show_ids=show_ids, now=now or utc_now(), started=started, preview_run=preview_run)
     if sink is not None:
         deliver([sink], result.event)  # a sink runs on the caller's thread, as in the sync twin

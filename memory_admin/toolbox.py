@@ -62,7 +62,6 @@ from memory_admin.records import (
     validation_problems,
 )
 from memory_admin.scope import Scope, ScopeMatch, canonical_scope, scope_matches, visible_to_agent
-from memory_admin.store.base import BaseMemoryStore
 from memory_admin.store.protocol import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -575,12 +574,12 @@ class MemoryToolbox:
         return handler(args)
 
     def _run(self, op: _Op) -> Any:
-        if op.method == "search" and op.quiet and isinstance(self.store, BaseMemoryStore):
+        if op.method == "search" and op.quiet:
             return self.store.search(*op.args, emit_event=False)
         return getattr(self.store, op.method)(*op.args)
 
     async def _arun(self, op: _Op) -> Any:
-        if op.method == "search" and op.quiet and isinstance(self.store, BaseMemoryStore):
+        if op.method == "search" and op.quiet:
             return await self.store.asearch(*op.args, emit_event=False)
         method: Callable[..., Coroutine[Any, Any, Any]] = getattr(self.store, "a" + op.method)
         return await method(*op.args)
