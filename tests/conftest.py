@@ -1,9 +1,35 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
+
+# the kit lives in the package; show its assertion values like any test's (registered
+# before anything imports it)
+pytest.register_assert_rewrite("memory_admin.conformance")
+
+from memory_admin.conformance import FakeClock  # noqa: E402
+from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, SqliteMemoryStore  # noqa: E402
 
 # the throwaway PostgreSQL cluster's fixtures (postgres_url, fresh_postgres_database, …)
 pytest_plugins = ["tests.postgres_cluster"]
 
-# the kit lives in the package; show its assertion values like any test's
-pytest.register_assert_rewrite("memory_admin.conformance")
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """The time a test's store reads (a module may start it elsewhere)."""
+    return FakeClock()
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> Iterator[BaseMemoryStore]:
+    """An empty store of each embedded backend, for tests of what is built on the store
+    (recall, the toolbox, retention); the backends themselves are held to the kit."""
+    made: BaseMemoryStore
+    if request.param == "memory":
+        made = InMemoryMemoryStore(clock=clock)
+    else:
+        made = SqliteMemoryStore(tmp_path / "memory.sqlite3", clock=clock)
+    yield made
+    made.close()

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from io import StringIO
 from pathlib import Path
@@ -37,17 +36,6 @@ def rec(content: str, **fields: Any) -> dict[str, Any]:
 def clock() -> FakeClock:
     # real time, so the command's "now" and the store's agree
     return FakeClock(start=utc_now() - timedelta(days=40))
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> Iterator[BaseMemoryStore]:
-    made: BaseMemoryStore
-    if request.param == "memory":
-        made = InMemoryMemoryStore(clock=clock)
-    else:
-        made = SqliteMemoryStore(tmp_path / "memory.sqlite3", clock=clock)
-    yield made
-    made.close()
 
 
 def fill(store: BaseMemoryStore, clock: FakeClock) -> list[str]:

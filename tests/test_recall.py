@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +23,7 @@ from memory_admin.recall import (
     truncation_marker,
 )
 from memory_admin.records import MemorySearchQuery
-from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, SqliteMemoryStore
+from memory_admin.store import BaseMemoryStore
 
 DANA = {"tenant": "acme", "user": "dana"}
 BOB = {"tenant": "acme", "user": "bob"}
@@ -35,22 +33,6 @@ PROV = {"source": "test"}
 
 def rec(content: str, scope: dict[str, str] | None = None, **fields: Any) -> dict[str, Any]:
     return {"scope": scope or DANA, "kind": "fact", "content": content, "provenance": PROV, **fields}
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> Iterator[BaseMemoryStore]:
-    made: BaseMemoryStore
-    if request.param == "memory":
-        made = InMemoryMemoryStore(clock=clock)
-    else:
-        made = SqliteMemoryStore(tmp_path / "memory.sqlite3", clock=clock)
-    yield made
-    made.close()
 
 
 def section(block: str, heading: str) -> list[str]:

@@ -2,9 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +10,7 @@ import pytest
 from memory_admin.conformance import FakeClock
 from memory_admin.errors import MemoryBusyError, MemoryCorruptionError
 from memory_admin.records import MemoryRecord
-from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, SqliteMemoryStore
+from memory_admin.store import BaseMemoryStore
 from memory_admin.toolbox import (
     MAX_LIMIT,
     NOT_FOUND_MESSAGE,
@@ -38,22 +36,6 @@ FREEZE = {"primitive": "background", "section": "conventions", "key": "deploy_fr
 
 def rec(content: str, scope: dict[str, str] | None = None, **fields: Any) -> dict[str, Any]:
     return {"scope": scope or DANA, "kind": "fact", "content": content, "provenance": PROV, **fields}
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> Iterator[BaseMemoryStore]:
-    made: BaseMemoryStore
-    if request.param == "memory":
-        made = InMemoryMemoryStore(clock=clock)
-    else:
-        made = SqliteMemoryStore(tmp_path / "memory.sqlite3", clock=clock)
-    yield made
-    made.close()
 
 
 @pytest.fixture
