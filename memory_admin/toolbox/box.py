@@ -1,0 +1,338 @@
+"""The toolbox itself: one conversation's tools, each written once as steps that the
+sync and async dispatchers run."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Coroutine, Generator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from memory_admin.errors import (
+    MemoryBusyError,
+    MemoryConflictError,
+    MemoryLimitError,
+    MemoryNotFoundError,
+    MemoryScopeError,
+    MemoryStoreError,
+    MemoryValidationError,
+)
+from memory_admin.recall import read_view
+from memory_admin.records import (
+    MemoryRecord,
+    MemorySearchQuery,
+    MemoryWriteInput,
+    Provenance,
+    utc_now,
+    validation_problems,
+)
+from memory_admin.scope import Scope, ScopeMatch, canonical_scope, scope_matches, visible_to_agent
+from memory_admin.store.protocol import MemoryStore
+from memory_admin.toolbox.results import (
+    bounded_results,
+    dumps,
+    not_found,
+    project,
+    tool_error,
+)
+from memory_admin.toolbox.tools import (
+    DENIAL_MESSAGES,
+    TARGET_SCAN_LIMIT,
+    TOOL_NAMES,
+    TOOL_SOURCE,
+    TOOL_SPECS,
+    GetArgs,
+    InvalidateArgs,
+    ListArgs,
+    MemoryPolicy,
+    ReadFilters,
+    SaveArgs,
+    SearchArgs,
+    anthropic_tools,
+    memory_manual,
+    openai_tools,
+)
+
+log = logging.getLogger(__name__)
+
+# --- the toolbox ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Op:
+    """One store call a tool needs; the sync and async dispatchers run it."""
+
+    method: Literal["get", "search", "write", "invalidate"]
+    args: tuple[Any, ...]
+    quiet: bool = False  # a host-side lookup, not an agent search: no search event
+
+
+_Steps = Generator[_Op, Any, dict[str, Any]]
+
+
+class MemoryToolbox:
+    """The five memory tools for one conversation, bound to one scope.
+
+    ``scope`` is where saves go and what reads see (with visible match, the records
+    shared above it too); ``agent`` is the author of saves and applies the agent
+    convention to reads; ``conversation_id`` goes into every save's provenance.
+    ``policy`` gates the tools. ``clock`` decides what "expired" means for
+    ``memory_get`` (defaults to the current time; tests pass the store's clock).
+    Nothing touches the store until a tool is called.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        scope: Mapping[str, str],
+        *,
+        agent: str | None = None,
+        conversation_id: str | None = None,
+        policy: MemoryPolicy | None = None,
+        scope_match: ScopeMatch = "visible",
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.store = store
+        self.scope: Scope = canonical_scope(scope)
+        self.agent = agent
+        self.conversation_id = conversation_id
+        self.policy = policy or MemoryPolicy()
+        self.scope_match: ScopeMatch = scope_match
+        self.view: Scope = read_view(self.scope, agent, scope_match)
+        self.provenance = Provenance(source=TOOL_SOURCE, author=agent, conversation_id=conversation_id)
+        self._clock = clock
+
+    # --- what the host hands the model ---------------------------------------------
+
+    def allowed_tools(self) -> list[str]:
+        """The tools this policy allows, in a stable order (none when memory is off)."""
+        return [name for name in TOOL_NAMES if self.policy.denial(name) is None]
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        return openai_tools(self.allowed_tools())
+
+    def anthropic_tools(self) -> list[dict[str, Any]]:
+        return anthropic_tools(self.allowed_tools())
+
+    def manual(self) -> str:
+        return memory_manual()
+
+    # --- dispatch --------------------------------------------------------------------
+
+    def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> dict[str, Any]:
+        """Run tool ``name`` with the model's ``arguments`` (a dict, or the JSON string
+        some APIs hand over). Always returns a JSON-serialisable dict; never raises."""
+        steps = self._start(name, arguments)
+        if isinstance(steps, dict):
+            return steps
+        try:
+            op = next(steps)
+            while True:
+                op = steps.send(self._run(op))
+        except StopIteration as done:
+            result: dict[str, Any] = done.value
+            return result
+        except Exception as exc:  # nothing escapes into the agent loop
+            return self._failure(name, exc)
+
+    async def acall(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> dict[str, Any]:
+        """The async twin of :meth:`call`, through the store's async methods."""
+        steps = self._start(name, arguments)
+        if isinstance(steps, dict):
+            return steps
+        try:
+            op = next(steps)
+            while True:
+                op = steps.send(await self._arun(op))
+        except StopIteration as done:
+            result: dict[str, Any] = done.value
+            return result
+        except Exception as exc:
+            return self._failure(name, exc)
+
+    def _start(self, name: str, arguments: Mapping[str, Any] | str | None) -> _Steps | dict[str, Any]:
+        spec = TOOL_SPECS.get(name)
+        if spec is None:
+            return tool_error("unknown_tool", f"There is no tool {name!r}.", tools=list(TOOL_NAMES))
+        denial = self.policy.denial(name)
+        if denial is not None:
+            return tool_error("policy_denied", DENIAL_MESSAGES[denial], reason=denial)
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                return tool_error("invalid_arguments", f"Arguments are not valid JSON ({exc.msg}).")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            return tool_error("invalid_arguments", "Arguments must be a JSON object.")
+        try:
+            args = spec.args.model_validate(dict(arguments))
+        except ValidationError as exc:
+            problems = validation_problems(exc)
+            summary = "; ".join(f"{p['loc']}: {p['msg']}" for p in problems[:5])
+            return tool_error("invalid_arguments", f"Invalid arguments for {name}: {summary}", problems=problems)
+        handler: Callable[[Any], _Steps] = getattr(self, f"_{name}")
+        return handler(args)
+
+    def _run(self, op: _Op) -> Any:
+        if op.method == "search" and op.quiet:
+            return self.store.search(*op.args, emit_event=False)
+        return getattr(self.store, op.method)(*op.args)
+
+    async def _arun(self, op: _Op) -> Any:
+        if op.method == "search" and op.quiet:
+            return await self.store.asearch(*op.args, emit_event=False)
+        method: Callable[..., Coroutine[Any, Any, Any]] = getattr(self.store, "a" + op.method)
+        return await method(*op.args)
+
+    def _failure(self, name: str, exc: Exception) -> dict[str, Any]:
+        if isinstance(exc, MemoryNotFoundError | MemoryScopeError):
+            return not_found()  # never say whether the id exists elsewhere
+        if isinstance(exc, MemoryValidationError):
+            return tool_error("invalid_arguments", exc.message, problems=exc.problems)
+        if isinstance(exc, ValidationError):  # a value the store's own models refuse
+            problems = validation_problems(exc)
+            summary = "; ".join(f"{p['loc']}: {p['msg']}" for p in problems)
+            return tool_error("invalid_arguments", summary, problems=problems)
+        if isinstance(exc, MemoryLimitError):
+            return tool_error("too_large", exc.message)
+        if isinstance(exc, MemoryConflictError):
+            return tool_error("conflict", exc.message)
+        if isinstance(exc, MemoryBusyError):
+            return tool_error("busy", "Memory is busy right now; try again in a moment.", retryable=True)
+        if isinstance(exc, MemoryStoreError):
+            # corrupt rows, schema trouble: the host must see the details, the model must not
+            log.error("memory tool %s failed: %s", name, exc.message, extra={"memory_error": exc.to_dict()})
+            return tool_error("storage_error", "Memory could not be read or written; carry on without it.")
+        log.exception("memory tool %s failed unexpectedly", name)
+        return tool_error("internal_error", "The memory tool failed; carry on without it.")
+
+    # --- reading helpers ---------------------------------------------------------------
+
+    def _visible(self, record: MemoryRecord | None) -> MemoryRecord | None:
+        """``record`` if the agent may see it: in its view, its agent's or shared, live."""
+        if record is None:
+            return None
+        if not scope_matches(record.scope, self.view, self.scope_match):
+            return None
+        if not visible_to_agent(record.scope, self.agent) or not record.is_live(self._clock()):
+            return None
+        return record
+
+    def _query(self, args: ReadFilters, query: str | None) -> MemorySearchQuery:
+        return MemorySearchQuery(
+            scope=self.view,
+            scope_match=self.scope_match,
+            query=query,
+            kinds=tuple(args.kinds) if args.kinds is not None else None,
+            tags=tuple(args.tags) if args.tags is not None else None,
+            keys=tuple(args.keys) if args.keys is not None else None,
+            key_match=args.key_match,
+            agent=self.agent,
+            limit=args.limit,
+        )
+
+    def _results(self, hits: list[Any]) -> dict[str, Any]:
+        items = [project(hit.record, self.scope) for hit in hits]
+        return bounded_results(items, self.policy.max_result_chars)
+
+    # --- the tools -------------------------------------------------------------------
+
+    def _memory_search(self, args: SearchArgs) -> _Steps:
+        query = args.query.strip() if args.query and args.query.strip() else None
+        hits = yield _Op("search", (self._query(args, query),))
+        return self._results(hits)
+
+    def _memory_list(self, args: ListArgs) -> _Steps:
+        hits = yield _Op("search", (self._query(args, None),))
+        return self._results(hits)
+
+    def _memory_get(self, args: GetArgs) -> _Steps:
+        record = self._visible((yield _Op("get", (args.id,))))
+        if record is None:
+            return not_found()
+        item = project(record, self.scope, full=True)
+        bounded = bounded_results([item], self.policy.max_result_chars)
+        return {"ok": True, "memory": bounded["results"][0], "truncated": bounded["truncated"]}
+
+    def _memory_invalidate(self, args: InvalidateArgs) -> _Steps:
+        record = self._visible((yield _Op("get", (args.id,))))
+        if record is None:
+            return not_found()
+        if record.scope != self.scope:
+            return _not_writable()
+        updated: MemoryRecord = yield _Op("invalidate", (args.id, args.reason))
+        return {"ok": True, "invalidated": updated.id}
+
+    def _memory_save(self, args: SaveArgs) -> _Steps:
+        if args.supersedes is not None:
+            old = self._visible((yield _Op("get", (args.supersedes,))))
+            if old is None:
+                return not_found()
+            if old.scope != self.scope:
+                return _not_writable()
+        if args.target is not None:
+            holder = yield from self._target_holder(args)
+            if holder is not None:
+                return self._conflict(holder, args)
+        write = MemoryWriteInput(
+            scope=self.scope,
+            kind=args.kind,
+            content=args.content,
+            provenance=self.provenance,
+            key=args.key,
+            tags=tuple(args.tags),
+            target=args.target,
+            payload=args.payload,
+            supersedes=args.supersedes,
+        )
+        [record] = yield _Op("write", ([write],))
+        return {"ok": True, "saved": project(record, self.scope), "superseded": record.supersedes}
+
+    def _target_holder(self, args: SaveArgs) -> Generator[_Op, Any, MemoryRecord | None]:
+        limit = min(TARGET_SCAN_LIMIT, self.store.capabilities().max_limit)
+        query = MemorySearchQuery(scope=self.scope, limit=limit, targeted=True)
+        hits = yield _Op("search", (query,), quiet=True)
+        for hit in hits:
+            record: MemoryRecord = hit.record
+            if record.scope == self.scope and record.target == args.target and record.id != args.supersedes:
+                return record
+        return None
+
+    def _conflict(self, holder: MemoryRecord, args: SaveArgs) -> dict[str, Any]:
+        existing: dict[str, Any] = {"id": holder.id}
+        if self.policy.agent_reads:
+            existing = project(holder, self.scope)
+        return tool_error(
+            "conflict",
+            "A memory already holds this target; nothing was saved. Supersede it or choose another target.",
+            existing=existing,
+            resolutions=[
+                {
+                    "action": "supersede",
+                    "how": f"call memory_save again with the same arguments and supersedes={holder.id!r}",
+                },
+                {"action": "rekey", "how": "call memory_save again with a different target (or none)"},
+            ],
+        )
+
+
+def _not_writable() -> dict[str, Any]:
+    return tool_error(
+        "not_writable",
+        "That memory is shared beyond this conversation and cannot be changed from here. Save a new memory instead.",
+    )
+
+
+def run_tool(toolbox: MemoryToolbox, name: str, arguments: Mapping[str, Any] | str | None = None) -> str:
+    """:meth:`MemoryToolbox.call`, answered as the compact JSON string a tool result carries."""
+    return dumps(toolbox.call(name, arguments))
+
+
+async def arun_tool(toolbox: MemoryToolbox, name: str, arguments: Mapping[str, Any] | str | None = None) -> str:
+    return dumps(await toolbox.acall(name, arguments))

@@ -1,0 +1,309 @@
+"""What the model is shown: the tools, their arguments and JSON schemas, the policy gates
+and the memory manual."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+from memory_admin.records import (
+    MAX_ID_CHARS,
+    MAX_KEY_CHARS,
+    MAX_TAGS,
+    Kind,
+    MemoryTarget,
+)
+
+TOOL_SOURCE = "agent-toolbox"
+DEFAULT_LIMIT = 5
+MAX_LIMIT = 10
+DEFAULT_RESULT_CHARS = 6000
+MIN_RESULT_CHARS = 1000
+MAX_TOOL_QUERY_CHARS = 1000
+MAX_TOOL_CONTENT_CHARS = 4000
+TARGET_SCAN_LIMIT = 1000
+"""A targeted save compares its target with this many of the scope's newest targeted
+records (the store filters on having a target, not on which one)."""
+
+NOT_FOUND_MESSAGE = "No memory with that id is available here."
+ToolName = Literal["memory_save", "memory_search", "memory_list", "memory_get", "memory_invalidate"]
+READ_TOOLS: frozenset[str] = frozenset({"memory_search", "memory_list", "memory_get"})
+
+
+class MemoryPolicy(BaseModel):
+    """What the host allows the agent to do with memory in this conversation.
+
+    Bound at construction and frozen: one run keeps the tools it started with, even if
+    the host's settings change meanwhile.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = True
+    """False: every tool is denied (memory is off for this user or tenant)."""
+    agent_reads: bool = True
+    """False: memory_search, memory_list and memory_get are denied; saving still works."""
+    incognito: bool = False
+    """True: nothing is read or remembered; every tool is denied."""
+    max_result_chars: int = Field(default=DEFAULT_RESULT_CHARS, ge=MIN_RESULT_CHARS)
+    """Hard cap on one tool answer, in characters of compact JSON."""
+
+    def denial(self, tool: str) -> str | None:
+        """Why ``tool`` is denied, or ``None`` when it is allowed."""
+        if not self.enabled:
+            return "memory_disabled"
+        if self.incognito:
+            return "incognito"
+        if tool in READ_TOOLS and not self.agent_reads:
+            return "agent_reads_disabled"
+        return None
+
+
+DENIAL_MESSAGES = {
+    "memory_disabled": "Memory is turned off here. Carry on without it; do not retry.",
+    "incognito": "This conversation is incognito: nothing is recalled or remembered. Do not retry.",
+    "agent_reads_disabled": "Reading memory is turned off here; you can still save. Do not retry.",
+}
+
+
+# --- tool arguments (the JSON schemas are generated from these) ------------------------
+
+
+class _Args(BaseModel):
+    # extra="forbid": an argument the tool does not define, such as "scope", is an error
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_Id = Field(min_length=1, max_length=MAX_ID_CHARS, description="A memory id, as shown in results (mem_…).")
+
+
+class SaveArgs(_Args):
+    """Save one durable fact, preference, episode or profile line."""
+
+    content: str = Field(
+        min_length=1,
+        max_length=MAX_TOOL_CONTENT_CHARS,
+        description="One fact, in a plain sentence that makes sense without this conversation.",
+    )
+    kind: Kind = Field(
+        default="fact",
+        description="fact, preference, episode (what happened and what it taught), or profile "
+        "(a short line shown at the start of every conversation).",
+    )
+    key: str | None = Field(
+        default=None,
+        max_length=MAX_KEY_CHARS,
+        description="Optional slot name such as 'seat' or 'drink'. Saving the same kind and key again "
+        "replaces the earlier value.",
+    )
+    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS, description="Optional search tags.")
+    supersedes: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        description="The id of the memory this one corrects or replaces; the old one is retired.",
+    )
+    target: MemoryTarget | None = Field(
+        default=None,
+        description="Optional proposal of where this learning belongs in your configuration.",
+    )
+    payload: dict[str, JsonValue] | None = Field(
+        default=None, description="Structured form of an example or awareness target."
+    )
+
+
+class ReadFilters(_Args):
+    kinds: list[Kind] | None = Field(default=None, description="Only these kinds.")
+    tags: list[str] | None = Field(default=None, max_length=MAX_TAGS, description="Only memories with every tag.")
+    keys: list[str] | None = Field(default=None, max_length=20, description="Only memories with these keys.")
+    key_match: Literal["exact", "prefix"] = Field(
+        default="exact", description="Match keys exactly, or as prefixes ('travel.' finds 'travel.seat')."
+    )
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="How many results (1-10).")
+
+
+class SearchArgs(ReadFilters):
+    """Search memories by keywords and/or keys, most relevant first."""
+
+    query: str | None = Field(
+        default=None,
+        max_length=MAX_TOOL_QUERY_CHARS,
+        description="Keywords to look for (whole words; no stemming: 'seat' does not find 'seats').",
+    )
+
+    @model_validator(mode="after")
+    def _something_to_search(self) -> SearchArgs:
+        if not (self.query and self.query.strip()) and not self.keys:
+            raise ValueError("give a query or keys; memory_list lists the newest memories")
+        return self
+
+
+class ListArgs(ReadFilters):
+    """List the newest memories, optionally filtered."""
+
+
+class GetArgs(_Args):
+    """Read one memory by id, with its provenance."""
+
+    id: str = _Id
+
+
+class InvalidateArgs(_Args):
+    """Retire a memory that is wrong and has no replacement (to correct one, save with supersedes)."""
+
+    id: str = _Id
+    reason: str = Field(min_length=1, max_length=500, description="Why it is wrong; kept for the audit trail.")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: ToolName
+    description: str
+    args: type[_Args]
+
+
+TOOL_SPECS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        ToolSpec(
+            "memory_save",
+            "Save one durable memory about this user or their work (one fact per call). To correct a memory, "
+            "pass its id as supersedes. Answers with the saved memory, or with a conflict to resolve.",
+            SaveArgs,
+        ),
+        ToolSpec(
+            "memory_search",
+            "Search your memories by keywords and/or keys, most relevant first. Results are bounded "
+            "(default 5, at most 10); 'truncated' means some were cut for length.",
+            SearchArgs,
+        ),
+        ToolSpec("memory_list", "List your newest memories, optionally filtered by kind, tag or key.", ListArgs),
+        ToolSpec("memory_get", "Read one memory by id, with where it came from.", GetArgs),
+        ToolSpec(
+            "memory_invalidate",
+            "Retire a memory that is wrong and has no replacement. It stays in the audit trail but is no "
+            "longer recalled. To correct a memory instead, save the new fact with supersedes.",
+            InvalidateArgs,
+        ),
+    )
+}
+TOOL_NAMES: tuple[str, ...] = tuple(TOOL_SPECS)
+
+
+# --- JSON schemas for tool calling -----------------------------------------------------
+
+
+def _clean_schema(node: Any, defs: Mapping[str, Any]) -> Any:
+    """Inline ``$ref``s, and reduce pydantic's output to what every tool-calling API reads."""
+    if isinstance(node, list):
+        return [_clean_schema(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target = defs[node["$ref"].rsplit("/", 1)[-1]]
+        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        return _clean_schema(merged, defs)
+    cleaned: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("$defs", "discriminator") or (key == "title" and isinstance(value, str)):
+            continue
+        if key == "properties":
+            cleaned[key] = {name: _clean_schema(prop, defs) for name, prop in value.items()}
+        else:
+            # oneOf is what a discriminated union becomes; anyOf is the form every API accepts
+            cleaned["anyOf" if key == "oneOf" else key] = _clean_schema(value, defs)
+    if isinstance(cleaned.get("anyOf"), list):
+        # an optional union nests one anyOf in another; one level reads the same
+        options: list[Any] = []
+        for option in cleaned["anyOf"]:
+            nested = isinstance(option, dict) and set(option) == {"anyOf"}
+            options.extend(option["anyOf"] if nested else [option])
+        cleaned["anyOf"] = options
+    properties = cleaned.get("properties")
+    if isinstance(properties, dict):
+        # a union member's tag (e.g. "primitive") has a default, but the union needs it said
+        tags = [name for name, prop in properties.items() if isinstance(prop, dict) and "const" in prop]
+        required = list(cleaned.get("required", []))
+        if tags:
+            cleaned["required"] = required + [tag for tag in tags if tag not in required]
+    return cleaned
+
+
+def input_schema(name: str) -> dict[str, Any]:
+    """The JSON schema of one tool's arguments: self-contained, no ``$ref``."""
+    raw = TOOL_SPECS[name].args.model_json_schema()
+    schema: dict[str, Any] = _clean_schema(raw, raw.get("$defs", {}))
+    return schema
+
+
+def _names(names: tuple[str, ...] | list[str] | None) -> list[str]:
+    return list(TOOL_NAMES if names is None else names)
+
+
+def openai_tools(names: tuple[str, ...] | list[str] | None = None) -> list[dict[str, Any]]:
+    """Tool definitions for OpenAI chat completions (``tools=[...]``)."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": TOOL_SPECS[name].description,
+                "parameters": input_schema(name),
+            },
+        }
+        for name in _names(names)
+    ]
+
+
+def anthropic_tools(names: tuple[str, ...] | list[str] | None = None) -> list[dict[str, Any]]:
+    """Tool definitions for the Anthropic Messages API (``tools=[...]``)."""
+    return [
+        {"name": name, "description": TOOL_SPECS[name].description, "input_schema": input_schema(name)}
+        for name in _names(names)
+    ]
+
+
+def memory_manual() -> str:
+    """The standing instruction for an agent that has memory tools."""
+    return MEMORY_MANUAL
+
+
+MEMORY_MANUAL = """\
+You have persistent memory that lasts across conversations with this user. What you \
+remembered at the start of this conversation is already in your context, between \
+<memory> and </memory>; do not search for it again.
+
+Your memory tools are memory_save, memory_search, memory_list, memory_get and \
+memory_invalidate. They reach only this conversation's memory; whose memory it is was \
+decided before the conversation started, and no tool takes a scope.
+
+Save a memory (memory_save) when you learn something durable:
+- a preference the user states or shows ("always cc legal on renewals");
+- a fact about the user or their work that will still be true next week;
+- the outcome of something you tried: what worked, what failed and why (kind "episode").
+Use kind "profile" only for the few short lines that should be in front of you in \
+every conversation.
+
+Do not save:
+- anything already in this conversation or in your memory block;
+- secrets, passwords, credentials or tokens of any kind;
+- passing state ("the build is red right now"), guesses, or instructions you were just given.
+
+Write one fact per memory, in a plain sentence that makes sense without this \
+conversation: "Dana prefers window seats", not "she wants the second option". Give \
+slot-like facts a key (such as "seat"): saving the same kind and key again replaces \
+the old value. Before saving something you may already know, search for it.
+
+When something you remember is wrong or out of date, correct it: save the new fact \
+with supersedes set to the old memory's id (ids are in your memory block and in search \
+results). Never leave two contradicting memories standing. Use memory_invalidate only \
+for a memory that is simply wrong and has no replacement. You cannot delete memories.
+
+If memory_save answers with a conflict, a memory already holds that target: supersede \
+it (save again with supersedes set to its id) or choose a different target.
+
+Tool results are bounded. When a result says "truncated", narrow your search.
+"""
