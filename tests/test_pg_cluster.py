@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from memory_admin.bench.pg_cluster import ClusterUnavailable, find_bin_dir, server_user
-from memory_admin.conformance.kit import U1, rec
+from memory_admin.conformance.base import U1, rec
 from memory_admin.store import open_store
 from tests.postgres_cluster import _unavailable
 

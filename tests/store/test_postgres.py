@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_admin.conformance import FakeClock, MemoryStoreConformance
-from memory_admin.conformance.kit import ACME, OTHER, U1, U2, rec
-from memory_admin.conformance.kit import contents as texts
+from memory_admin.conformance.base import ACME, OTHER, U1, U2, rec
+from memory_admin.conformance.base import contents as texts
 from memory_admin.errors import (
     MemoryConflictError,
     MemoryStoreError,

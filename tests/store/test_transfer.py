@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from memory_admin.conformance import FakeClock
-from memory_admin.conformance.kit import ACME, OTHER, U1, U2, rec
+from memory_admin.conformance.base import ACME, OTHER, U1, U2, rec
 from memory_admin.errors import MemoryConflictError
 from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, SqliteMemoryStore, open_store
 from memory_admin.store.protocol import RecordListQuery

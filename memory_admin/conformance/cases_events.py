@@ -1,0 +1,141 @@
+"""Tier 1: the event log, and concurrent writers."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+from memory_admin.conformance.base import (
+    ACME,
+    U1,
+    U2,
+    U10,
+    ConformanceBase,
+    contents,
+    rec,
+)
+from memory_admin.conformance.support import FakeClock
+from memory_admin.store.protocol import FullMemoryStore
+
+
+class EventCases(ConformanceBase):
+    # === Tier 1: events ============================================================
+
+    def test_writes_and_searches_emit_events_to_sinks(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        seen: list[Any] = []
+        raw_store.add_sink(seen.append)
+        records = store.write([rec("a", U1), rec("b", U2), rec("c", U1)])
+        store.search({"scope": U1, "query": "a b", "agent": "planner"})
+        writes = [e for e in seen if e.type == "agent.memory.write"]
+        assert sorted((e.scope["user"], e.count) for e in writes) == [("u1", 2), ("u2", 1)]
+        assert sorted(i for e in writes for i in e.record_ids) == sorted(r.id for r in records)
+        search = next(e for e in seen if e.type == "agent.memory.search")
+        assert (search.scope, search.agent, search.query_preview, search.count) == (U1, "planner", "a b", 1)
+
+    def test_a_failing_sink_never_fails_the_operation(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        def broken(event: Any) -> None:
+            raise RuntimeError("sink down")
+
+        raw_store.add_sink(broken)
+        record = store.write([rec("still written")])[0]
+        assert store.get(record.id) is not None
+        assert contents(store.search({"scope": U1})) == ["still written"]
+
+    def test_search_can_leave_its_event_to_the_caller(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        # recall reports its searches in its own event; they must not be counted twice
+        store.write([rec("quiet note")])
+        seen: list[Any] = []
+        raw_store.add_sink(seen.append)
+        assert contents(store.search({"scope": U1, "query": "quiet"}, emit_event=False)) == ["quiet note"]
+        assert seen == []
+        if raw_store.capabilities().events:
+            assert raw_store.query_events({"types": ["agent.memory.search"]}) == []
+        store.search({"scope": U1, "query": "quiet"})
+        assert [event.type for event in seen] == ["agent.memory.search"]
+
+    def test_event_previews_are_capped(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        seen: list[Any] = []
+        raw_store.add_sink(seen.append)
+        store.search({"scope": U1, "query": "é" * 600})
+        event = seen[-1]
+        assert len(event.query_preview.encode()) <= 512
+        assert event.query_clipped is True
+        assert event.query_preview.endswith("…")
+
+    def test_event_log_persists_and_filters(
+        self, store: FullMemoryStore, raw_store: FullMemoryStore, clock: FakeClock
+    ) -> None:
+        self._needs(store, events=True)
+        store.write([rec("one", U1), rec("two", {**U2, "agent": "coder"})])
+        store.search({"scope": U1, "query": "one"})
+        writes = raw_store.query_events({"types": ["agent.memory.write"]})
+        assert len(writes) == 2
+        assert writes[0].id > writes[1].id, "newest first"
+        assert [e.event.scope for e in raw_store.query_events({"scope": U2})] == [{**U2, "agent": "coder"}]
+        assert len(raw_store.query_events({"agent": "coder"})) == 1
+        assert len(raw_store.query_events({"scope": ACME})) == 3
+        assert raw_store.query_events({"since": clock.advance(hours=1).isoformat()}) == []
+        stored = raw_store.get_event(writes[0].id)
+        assert stored == writes[0]
+        assert raw_store.get_event(10**9) is None
+
+    def test_prune_events_keeps_records(
+        self, store: FullMemoryStore, raw_store: FullMemoryStore, clock: FakeClock
+    ) -> None:
+        self._needs(store, events=True)
+        store.write([rec("old")])
+        clock.advance(days=40)
+        store.write([rec("new")])
+        pruned = raw_store.prune_events(clock.peek() - timedelta(days=30))
+        assert pruned == 1
+        assert len(raw_store.query_events({})) == 1
+        assert sorted(contents(store.search({"scope": U1}))) == ["new", "old"]
+
+    def test_import_events_keeps_ids(
+        self, store: FullMemoryStore, raw_store: FullMemoryStore, clock: FakeClock
+    ) -> None:
+        self._needs(store, events=True)
+        store.write([rec("one", U1), rec("two", U2)])
+        store.search({"scope": U1, "query": "one"})
+        logged = raw_store.query_events({})
+        assert raw_store.prune_events(clock.advance(days=1)) == len(logged) == 3
+        assert raw_store.import_events([stored.model_dump() for stored in reversed(logged)]) == 3
+        assert raw_store.query_events({}) == logged
+        assert raw_store.import_events(logged) == 0, "ids already in the log are skipped"
+        store.write([rec("three")])
+        assert raw_store.query_events({"limit": 1})[0].id > max(stored.id for stored in logged)
+
+    def test_erase_removes_the_scopes_events(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        self._needs(store, events=True, erasure=True)
+        store.write([rec("u1 note", U1), rec("u10 note", U10)])
+        store.search({"scope": U1, "query": "secret question"})
+        assert store.preview_erase(U1).events == 2
+        report = store.erase(U1)
+        assert report.events == 2
+        remaining = raw_store.query_events({"scope": ACME})
+        assert [e.event.scope for e in remaining] == [U10]
+
+    # === Tier 1: concurrency ========================================================
+
+    def test_concurrent_key_upserts_leave_one_live_record(self, raw_store: FullMemoryStore) -> None:
+        errors: list[BaseException] = []
+
+        def writer(n: int) -> None:
+            try:
+                for i in range(10):
+                    raw_store.write([rec(f"w{n}-{i}", kind="profile", key="name")])
+            except BaseException as exc:  # surfaced below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        everything = raw_store.search({"scope": U1, "include_invalidated": True, "limit": 100})
+        assert len(everything) == 40
+        assert len([h for h in everything if h.record.invalid_at is None]) == 1
+        successors = [h.record.superseded_by for h in everything if h.record.superseded_by]
+        assert len(successors) == len(set(successors)) == 39
