@@ -28,8 +28,8 @@ from memory_admin.bench.corpus import Corpus
 from memory_admin.bench.store import LoadSampler, ingest_rate, timed
 from memory_admin.scope import scope_json
 from memory_admin.store._sql import dumps
-from memory_admin.store.postgres import (
-    PostgresMemoryStore,
+from memory_admin.store.postgres import PostgresMemoryStore
+from memory_admin.store.postgres.search import (
     kind_lexeme,
     lexeme,
     pair_lexeme,
