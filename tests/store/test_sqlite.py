@@ -12,7 +12,8 @@ import pytest
 from memory_admin.conformance import FakeClock, MemoryStoreConformance
 from memory_admin.errors import MemoryStoreError, SchemaVersionError
 from memory_admin.store import FullMemoryStore, SqliteMemoryStore, open_store
-from memory_admin.store.sqlite import MIGRATIONS, SCHEMA_VERSION, id_key
+from memory_admin.store.sqlite import MIGRATIONS, SCHEMA_VERSION
+from memory_admin.store.sqlite.session import id_key
 
 U1 = {"tenant": "acme", "user": "u1"}
 PROV = {"source": "test"}
@@ -59,7 +60,7 @@ def test_an_older_file_migrates_in_place(tmp_path: Path) -> None:
     """A file written by the first release (schema 1, rows as that release wrote them)
     opens in the current one, which migrates it in place and finds everything."""
     from memory_admin.store._sql import scope_tokens
-    from memory_admin.store.sqlite import _statements
+    from memory_admin.store.sqlite.schema import statements as _statements
 
     path = tmp_path / "memory.sqlite3"
     conn = raw(path)
