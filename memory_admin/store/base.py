@@ -169,11 +169,19 @@ class BaseMemoryStore(ABC):
         return self.capabilities_data
 
     def close(self) -> None:
-        """Release resources. The default store holds none."""
+        """Release the store's connections; the store cannot be used afterwards."""
+        self._release()
 
     async def aclose(self) -> None:
         """Release connections, async ones on the running loop included (see :meth:`close`)."""
-        self.close()
+        await self._arelease()
+
+    def _release(self) -> None:
+        """The backend's part of :meth:`close`. The default store holds nothing."""
+
+    async def _arelease(self) -> None:
+        """The backend's part of :meth:`aclose`: by default, :meth:`_release`."""
+        self._release()
 
     # --- the drivers ----------------------------------------------------------------
 

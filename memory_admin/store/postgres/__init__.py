@@ -291,7 +291,7 @@ class PostgresMemoryStore(BaseMemoryStore):
         async with self._aopen(unit.mode) as (session, execute):
             return await arun_steps(unit.steps(session), execute)
 
-    def close(self) -> None:
+    def _release(self) -> None:
         """Close both pools. Async pools are closed on their loop when it is idle or
         running elsewhere; prefer :meth:`aclose` from async code."""
         self._closed = True
@@ -312,13 +312,13 @@ class PostgresMemoryStore(BaseMemoryStore):
             else:
                 loop.run_until_complete(entry.shut())
 
-    async def aclose(self) -> None:
+    async def _arelease(self) -> None:
         loop = asyncio.get_running_loop()
         with self._async_lock:
             entry = self._async_pools.pop(loop, None)
         if entry is not None:
             await entry.shut()
-        self.close()
+        self._release()
 
     # --- schema -----------------------------------------------------------------------
 

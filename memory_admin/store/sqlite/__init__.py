@@ -152,7 +152,7 @@ class SqliteMemoryStore(BaseMemoryStore):
                     conn.rollback()
                 raise self._translate(exc) from None
 
-    def close(self) -> None:
+    def _release(self) -> None:
         self._closed = True
         with self._all_lock:
             for conn in self._all:

@@ -1,0 +1,29 @@
+"""The store's public API is written once: backends implement primitives, never a
+public method of :class:`BaseMemoryStore`."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, SqliteMemoryStore
+from memory_admin.store.postgres import PostgresMemoryStore
+
+PUBLIC = sorted(
+    name for name, member in vars(BaseMemoryStore).items() if not name.startswith("_") and inspect.isfunction(member)
+)
+
+
+@pytest.mark.parametrize("backend", [InMemoryMemoryStore, SqliteMemoryStore, PostgresMemoryStore])
+def test_no_backend_overrides_a_public_method(backend: type[BaseMemoryStore]) -> None:
+    assert {"write", "asearch", "erase", "close", "aclose"} <= set(PUBLIC)
+    overridden = [name for name in PUBLIC if getattr(backend, name) is not getattr(BaseMemoryStore, name)]
+    assert overridden == [], f"{backend.__name__} writes these a second time"
+
+
+@pytest.mark.parametrize("backend", [InMemoryMemoryStore, SqliteMemoryStore, PostgresMemoryStore])
+def test_the_protocol_calls_have_async_twins(backend: type[BaseMemoryStore]) -> None:
+    protocol_calls = ("write", "search", "get", "invalidate", "delete", "erase")
+    for name in protocol_calls:
+        assert inspect.iscoroutinefunction(getattr(backend, "a" + name)), name
