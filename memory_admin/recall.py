@@ -180,9 +180,10 @@ def _inline(content: str) -> str:
 
 
 def render_entry(record: MemoryRecord, *, show_ids: bool = True) -> str:
-    """One record as a block line: ``- [2026-01-05 preference mem_…] content``."""
+    """One record as a block line: ``- [2026-01-05 preference mem_…] content``, dated when
+    the fact was stated (its write time, unless it was imported from an earlier talk)."""
     ref = f" {record.id}" if show_ids else ""
-    return f"- [{record.created_at:%Y-%m-%d} {record.kind}{ref}] {_inline(record.content)}\n"
+    return f"- [{record.observed_at:%Y-%m-%d} {record.kind}{ref}] {_inline(record.content)}\n"
 
 
 def entry_chars(record: MemoryRecord, *, show_ids: bool = True) -> int:

@@ -251,6 +251,9 @@ class MemoryWriteInput(_RecordFields):
     payload: Payload | None = None
     supersedes: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
     expires_at: UtcDatetime | None = None
+    observed_at: UtcDatetime | None = None
+    """When the fact was stated, for memories taken from past conversations (default: the
+    write time). Not in the future."""
 
     @model_validator(mode="after")
     def _payload_matches_target(self) -> MemoryWriteInput:
@@ -279,6 +282,16 @@ class MemoryRecord(_RecordFields):
     target: MemoryTarget | None = None
     payload: Payload | None = None
     supports: tuple[Provenance, ...] = ()
+    observed_at: UtcDatetime
+    """When the fact was stated: the write time unless the writer said otherwise (a
+    record stored before this field existed reads its creation time)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _observed_defaults_to_created(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("observed_at") is None and "created_at" in data:
+            return {**data, "observed_at": data["created_at"]}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> MemoryRecord:

@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,8 @@ class Observation:
     conversation: str
     text: str
     dialog_ids: frozenset[str]
+    stated: datetime | None = None
+    """When its session took place (the record's ``observed_at``)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,16 @@ def _evidence(raw: Sequence[str]) -> frozenset[str]:
     return frozenset(part.strip() for item in raw for part in item.split(";") if part.strip())
 
 
+def session_time(text: str | None) -> datetime | None:
+    """A session's date as LoCoMo writes it (``1:56 pm on 8 May, 2023``), taken as UTC."""
+    if not text:
+        return None
+    try:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
 def load_dataset(path: Path) -> Dataset:
     data = json.loads(path.read_text(encoding="utf-8"))
     conversations: list[str] = []
@@ -101,11 +114,12 @@ def load_dataset(path: Path) -> Dataset:
     for sample in data:
         name = str(sample["sample_id"])
         conversations.append(name)
-        for session in sample["observation"].values():
+        for key, session in sample["observation"].items():
+            stated = session_time(sample["conversation"].get(key.replace("_observation", "_date_time")))
             for facts in session.values():
                 for text, dialog in facts:
                     ids = [dialog] if isinstance(dialog, str) else list(dialog)
-                    observations.append(Observation(name, text, frozenset(ids)))
+                    observations.append(Observation(name, text, frozenset(ids), stated))
         for qa in sample["qa"]:
             evidence = _evidence(qa.get("evidence", []))
             if qa["category"] in CATEGORIES and evidence:
@@ -189,6 +203,7 @@ class StoreRun:
                     "kind": "fact",
                     "content": obs.text,
                     "provenance": {"source": "locomo", "conversation_id": conversation},
+                    "observed_at": obs.stated,
                 }
                 for obs in dataset.observations
                 if obs.conversation == conversation

@@ -179,7 +179,8 @@ class ExtensionCases(ConformanceBase):
         v3 = store.write([rec("v3 water", kind="preference", key="drink")])[0]
         assert v3.supersedes is not None
         store.delete(v3.supersedes)  # a tombstone inside the chain
-        store.write([rec("tie a"), rec("tie b"), rec("tie c", U2)])
+        stated = (clock.peek() - timedelta(days=30)).isoformat()
+        store.write([rec("tie a", observed_at=stated), rec("tie b"), rec("tie c", U2)])
         dropped = store.write([rec("dropped", expires_at=(clock.peek() + timedelta(seconds=1)).isoformat())])[0]
         store.invalidate(store.write([rec("retired", tags=["x"])])[0].id, "wrong")
         clock.advance(seconds=5)

@@ -123,6 +123,28 @@ class WriteCases(ConformanceBase):
             store.write([rec("x", expires_at=(clock.peek() - timedelta(seconds=1)).isoformat())])
         assert store.search({"scope": ACME}) == []
 
+    def test_observed_at_defaults_to_the_write_time(self, store: FullMemoryStore) -> None:
+        record = store.write([rec("stated now")])[0]
+        assert record.observed_at == record.created_at
+        assert stored(store, record.id).observed_at == record.created_at
+
+    def test_observed_at_keeps_when_a_fact_was_stated(self, store: FullMemoryStore, clock: FakeClock) -> None:
+        stated = clock.peek() - timedelta(days=400, microseconds=7)
+        old = store.write([rec("Dana moved to Lisbon", observed_at=stated.isoformat(), key="home")])[0]
+        assert old.observed_at == stated
+        assert stored(store, old.id).observed_at == stated
+        assert [h.record.observed_at for h in store.search({"scope": U1, "query": "Lisbon"})] == [stated]
+        new = store.write([rec("Dana moved to Porto", key="home")])[0]
+        assert new.supersedes == old.id and new.observed_at == new.created_at
+        assert stored(store, old.id).observed_at == stated, "superseding keeps when the old fact was stated"
+
+    def test_observed_at_in_the_future_is_refused(self, store: FullMemoryStore, clock: FakeClock) -> None:
+        later = clock.peek() + timedelta(days=1)
+        with pytest.raises(MemoryValidationError) as info:
+            store.write([rec("fine"), rec("a prophecy", observed_at=later.isoformat())])
+        assert info.value.problems[0]["loc"] == "1.observed_at"
+        assert store.search({"scope": ACME}) == []
+
     def test_content_over_the_backend_limit(self, store: FullMemoryStore) -> None:
         limit = store.capabilities().max_content_chars
         with pytest.raises(MemoryLimitError) as info:

@@ -40,6 +40,7 @@ CSV_COLUMNS: tuple[tuple[str, Callable[[MemoryRecord], Any]], ...] = (
     ("expires_at", lambda r: r.expires_at.isoformat() if r.expires_at else None),
     ("target", lambda r: json.dumps(r.target.model_dump(mode="json"), sort_keys=True) if r.target else None),
     ("payload", lambda r: json.dumps(r.payload, ensure_ascii=False, sort_keys=True) if r.payload is not None else None),
+    ("observed_at", lambda r: r.observed_at.isoformat()),
 )
 
 

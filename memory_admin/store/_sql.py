@@ -119,6 +119,7 @@ RECORD_COLUMNS = (
     "target",
     "payload",
     "supports",
+    "observed_at",
 )
 
 AGENT_MARK = "ag"
@@ -190,6 +191,8 @@ def record_values(
         "target": record.target.model_dump_json() if record.target else None,
         "payload": dumps(record.payload) if record.payload is not None else None,
         "supports": dumps([p.model_dump(exclude_none=True) for p in record.supports]) if record.supports else None,
+        # stored only when it says more than created_at
+        "observed_at": None if record.observed_at == record.created_at else to_db_time(record.observed_at),
     }
 
 
@@ -229,6 +232,7 @@ def record_from_row(row: Mapping[str, Any], from_db_time: Callable[[Any], dateti
             "target": loads("target"),
             "payload": loads("payload"),
             "supports": loads("supports") or (),
+            "observed_at": when("observed_at") or created,
         }
         return MemoryRecord.model_validate(data)
     except ValidationError as exc:

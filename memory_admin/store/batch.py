@@ -103,6 +103,11 @@ def plan_batch(tx: BatchReader, items: list[MemoryWriteInput], *, clock: Clock, 
                 f"Input {index}: expires_at must be in the future.",
                 [{"loc": f"{index}.expires_at", "msg": "must be in the future"}],
             )
+        if item.observed_at is not None and item.observed_at > now:
+            raise MemoryValidationError(
+                f"Input {index}: observed_at (when the fact was stated) cannot be in the future.",
+                [{"loc": f"{index}.observed_at", "msg": "must not be in the future"}],
+            )
     ids = id_factory.batch(now, len(items))
     successor: dict[int, str] = {}
     batch = PlannedBatch()
@@ -135,6 +140,7 @@ def plan_batch(tx: BatchReader, items: list[MemoryWriteInput], *, clock: Clock, 
                 invalid_reason="superseded" if retired_now else None,
                 superseded_by=successor.get(index),
                 supports=(),
+                observed_at=item.observed_at or now,
             )
         )
     return batch

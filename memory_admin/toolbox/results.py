@@ -93,6 +93,8 @@ def project(record: MemoryRecord, bound: Scope, *, full: bool = False) -> dict[s
         "saved_at": record.created_at.isoformat(),
         "shared": record.scope != bound,
     }
+    if record.observed_at != record.created_at:
+        item["stated_at"] = record.observed_at.isoformat()  # imported from an earlier conversation
     if record.key is not None:
         item["key"] = record.key
     if record.tags:

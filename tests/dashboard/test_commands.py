@@ -1,4 +1,4 @@
-"""memory_user and memory_demo."""
+"""memory_user, memory_demo and memory_import."""
 
 from __future__ import annotations
 
@@ -158,3 +158,27 @@ def test_dashboard_over_the_demo_sqlite_file(tmp_path: Path, settings: object, c
 @pytest.mark.postgres
 def test_dashboard_over_the_demo_in_postgresql(postgres_url: str, settings: object, client_for: object) -> None:
     browse_the_demo(postgres_url, settings, client_for)
+
+
+def test_memory_import_dates_facts_when_they_were_stated(tmp_path: Path) -> None:
+    lines = tmp_path / "facts.jsonl"
+    lines.write_text(
+        '{"scope": {"tenant": "acme", "user": "dana"}, "kind": "fact", "content": "Dana moved to Lisbon.",'
+        ' "provenance": {"source": "transcript"}}\n'
+        '{"scope": {"tenant": "acme", "user": "dana"}, "kind": "fact", "content": "Dana adopted a cat.",'
+        ' "provenance": {"source": "transcript"}, "observed_at": "2022-01-02T03:04:05+00:00"}\n',
+        encoding="utf-8",
+    )
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    out = run("memory_import", str(lines), "--store", url, "--observed-at", "2023-05-08T13:56:00+00:00")
+    assert "Imported 2 records" in out
+    with open_store(url) as store:
+        stated = {
+            h.record.content: h.record.observed_at.isoformat() for h in store.search({"scope": {"tenant": "acme"}})
+        }
+    assert stated == {
+        "Dana moved to Lisbon.": "2023-05-08T13:56:00+00:00",
+        "Dana adopted a cat.": "2022-01-02T03:04:05+00:00",
+    }
+    with pytest.raises(CommandError, match="observed_at"):
+        run("memory_import", str(lines), "--store", url, "--observed-at", "2999-01-01T00:00:00+00:00")

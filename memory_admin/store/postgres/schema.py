@@ -92,6 +92,10 @@ MIGRATIONS: list[str] = [
     CREATE INDEX memory_events_tenant_at ON memory_events (tenant, at);
     CREATE INDEX memory_events_scope ON memory_events USING gin (scope jsonb_path_ops);
     """,
+    # 2: when a fact was stated, for memories imported from past conversations (NULL: at creation)
+    """
+    ALTER TABLE memory_records ADD COLUMN observed_at timestamptz;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -143,6 +143,14 @@ MIGRATIONS.append(
     """
 )
 
+MIGRATIONS.append(
+    # 4: when a fact was stated, for memories imported from past conversations (NULL: at
+    # creation, so a record written now costs nothing)
+    """
+    ALTER TABLE memory_records ADD COLUMN observed_at INTEGER;
+    """
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

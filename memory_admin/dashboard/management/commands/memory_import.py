@@ -24,15 +24,21 @@ class Command(BaseCommand):
         parser.add_argument("path", help="a .jsonl file of write inputs, or - for standard input")
         parser.add_argument("--store", help="store URL (default: MEMORY_STORE_URL)")
         parser.add_argument("--batch-size", type=int, default=500)
+        parser.add_argument(
+            "--observed-at",
+            metavar="ISO-TIME",
+            help="when the imported facts were stated (e.g. 2023-05-08T13:56:00+00:00), for lines "
+            "that do not say; default: the import time",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         store = get_store(options["store"])
         if options["path"] == "-":
-            written = self._import(store, sys.stdin, options["batch_size"])
+            written = self._import(store, sys.stdin, options["batch_size"], options["observed_at"])
         else:
             try:
                 with Path(options["path"]).open(encoding="utf-8") as source:
-                    written = self._import(store, source, options["batch_size"])
+                    written = self._import(store, source, options["batch_size"], options["observed_at"])
             except OSError as exc:
                 raise CommandError(f"cannot read {options['path']}: {exc.strerror}") from None
         if written:
@@ -40,16 +46,19 @@ class Command(BaseCommand):
         target = store_location(options["store"]) if options["store"] else "the default store"
         self.stdout.write(self.style.SUCCESS(f"Imported {written} records into {target}."))
 
-    def _import(self, store: BaseMemoryStore, source: Iterable[str], batch_size: int) -> int:
+    def _import(self, store: BaseMemoryStore, source: Iterable[str], batch_size: int, observed_at: str | None) -> int:
         batch: list[dict[str, Any]] = []
         written = 0
         for number, line in enumerate(source, start=1):
             if not line.strip():
                 continue
             try:
-                batch.append(json.loads(line))
+                item = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise CommandError(f"line {number}: not JSON ({exc.msg}); this batch was not written") from None
+            if observed_at is not None and isinstance(item, dict):
+                item.setdefault("observed_at", observed_at)
+            batch.append(item)
             if len(batch) >= batch_size:
                 written += self._flush(store, batch, number)
         return written + self._flush(store, batch, None)
