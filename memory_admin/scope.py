@@ -120,10 +120,26 @@ def scope_json(scope: Mapping[str, str]) -> str:
     return json.dumps(dict(sorted(scope.items())), ensure_ascii=False, separators=(",", ":"))
 
 
+_TEXT_ESCAPES = {"%": "%25", ",": "%2C", "=": "%3D"}
+_TEXT_ESCAPED = re.compile("|".join(_TEXT_ESCAPES.values()), re.IGNORECASE)
+_TEXT_UNESCAPES = {code.upper(): char for char, code in _TEXT_ESCAPES.items()}
+
+
+def _escape_value(value: str) -> str:
+    return "".join(_TEXT_ESCAPES.get(char, char) for char in value)
+
+
+def _unescape_value(text: str) -> str:
+    # one left-to-right pass, so "%252C" is the text "%2C", never a comma
+    return _TEXT_ESCAPED.sub(lambda found: _TEXT_UNESCAPES[found.group(0).upper()], text)
+
+
 def parse_scope_text(text: str) -> Scope:
     """Parse ``tenant=acme,user=u1`` (the dashboard's and the CLI's form) into a scope.
 
-    The result is validated; a malformed pair raises :class:`MemoryValidationError`.
+    In a value, ``%2C`` stands for ``,``, ``%3D`` for ``=`` and ``%25`` for ``%`` (what
+    :func:`format_scope` writes); any other ``%`` is itself. The result is validated; a
+    malformed pair raises :class:`MemoryValidationError`.
     """
     pairs: dict[str, str] = {}
     for part in text.split(","):
@@ -140,13 +156,15 @@ def parse_scope_text(text: str) -> Scope:
             raise MemoryValidationError(
                 f"Scope key {key!r} is given twice.", [{"loc": f"scope.{key}", "msg": "duplicate key"}]
             )
-        pairs[key] = value
+        pairs[key] = _unescape_value(value)
     return canonical_scope(pairs)
 
 
 def format_scope(scope: Mapping[str, str]) -> str:
-    """The inverse of :func:`parse_scope_text`: ``tenant=acme,user=u1``."""
-    return ",".join(f"{key}={scope[key]}" for key in sorted(scope))
+    """The text form of a scope, ``tenant=acme,user=u1``, whose exact inverse is
+    :func:`parse_scope_text`: a value's ``,``, ``=`` and ``%`` are percent-escaped, so
+    ``{user: "dana,"}`` is ``user=dana%2C`` and never Dana's own scope."""
+    return ",".join(f"{key}={_escape_value(scope[key])}" for key in sorted(scope))
 
 
 def is_subset_match(record_scope: Mapping[str, str], scope_filter: Mapping[str, str]) -> bool:
