@@ -114,7 +114,7 @@ class EventQuery(BaseModel):
     until: UtcDatetime | None = None
     scope: CanonicalScope | None = None
     agent: str | None = None
-    before_id: int | None = None
+    before_id: int | None = Field(default=None, ge=1, le=2**63 - 1)
     limit: int = Field(default=1000, ge=1, le=MAX_EVENT_PAGE)
     include_previews: bool = False  # recall previews are kept out of the production graphs
 
@@ -124,7 +124,7 @@ class StoredEvent(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: int
+    id: int = Field(ge=1, le=2**63 - 1)
     event: MemoryEvent
 
 

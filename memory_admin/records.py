@@ -7,10 +7,11 @@ never rows or dicts.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -40,7 +41,10 @@ MAX_ID_CHARS = 64
 
 
 def _to_utc(value: datetime) -> datetime:
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+14:00 is before year 1 in UTC
+        raise ValueError("the time is out of range once converted to UTC") from None
 
 
 UtcDatetime = Annotated[AwareDatetime, AfterValidator(_to_utc)]
@@ -57,6 +61,8 @@ def _control_chars(text: str, *, allow_layout: bool = False) -> bool:
 
 def normalize_tag(tag: str) -> str:
     """Tags are lower-cased, NFC-normalised and whitespace-collapsed."""
+    if not isinstance(tag, str):
+        raise ValueError("tags are strings")
     cleaned = " ".join(unicodedata.normalize("NFC", tag).lower().split())
     if not cleaned:
         raise ValueError("tags must not be blank")
@@ -68,8 +74,8 @@ def normalize_tag(tag: str) -> str:
 
 
 def normalize_tags(tags: Any) -> tuple[str, ...]:
-    if isinstance(tags, str):
-        raise ValueError("tags is a list of strings, not one string")
+    if isinstance(tags, str) or not isinstance(tags, (list, tuple, set, frozenset)):
+        raise ValueError("tags is a list of strings")
     result = tuple(dict.fromkeys(normalize_tag(tag) for tag in tags))
     if len(result) > MAX_TAGS:
         raise ValueError(f"at most {MAX_TAGS} tags")
@@ -78,6 +84,8 @@ def normalize_tags(tags: Any) -> tuple[str, ...]:
 
 def normalize_key(key: str) -> str:
     """Keys are slot names such as ``seat`` or ``travel.seat``: no spaces, bounded."""
+    if not isinstance(key, str):
+        raise ValueError("a key is a string")
     cleaned = unicodedata.normalize("NFC", key.strip())
     if not cleaned:
         raise ValueError("a key must not be blank")
@@ -111,6 +119,34 @@ CanonicalScope = Annotated[Scope, AfterValidator(_validate_scope)]
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def holds_lone_surrogate(value: object) -> bool:
+    """True if ``value`` (text, or a model, mapping or list holding text) contains a lone
+    surrogate: a Python string that is not Unicode text and that no database can store."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.search(value) is not None
+    if isinstance(value, BaseModel):
+        return holds_lone_surrogate(value.__dict__)
+    if isinstance(value, Mapping):
+        return any(holds_lone_surrogate(k) or holds_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(holds_lone_surrogate(item) for item in value)
+    return False
+
+
+class _TextModel(_Model):
+    """A model of caller-given text (inputs and queries): every string in it, nested
+    ones included, must be valid Unicode."""
+
+    @model_validator(mode="after")
+    def _valid_unicode(self) -> Self:
+        if holds_lone_surrogate(self.__dict__):
+            raise ValueError("text holds a lone surrogate (not valid Unicode); send UTF-8 text")
+        return self
 
 
 class Provenance(_Model):
@@ -237,7 +273,7 @@ class _RecordFields(_Model):
         return normalize_tags(value)
 
 
-class MemoryWriteInput(_RecordFields):
+class MemoryWriteInput(_TextModel, _RecordFields):
     """One record to write. Lifecycle fields (id, times, invalidation, supports) are
     store-owned and cannot be set here."""
 
@@ -331,7 +367,7 @@ def trusted_record(**values: Any) -> MemoryRecord:
     return record
 
 
-class MemorySearchQuery(_Model):
+class MemorySearchQuery(_TextModel):
     """A scoped search. Without ``query`` it is a recency listing, newest first."""
 
     scope: CanonicalScope
@@ -358,8 +394,8 @@ class MemorySearchQuery(_Model):
     def _keys(cls, value: Any) -> tuple[str, ...] | None:
         if value is None:
             return None
-        if isinstance(value, str):
-            raise ValueError("keys is a list of strings, not one string")
+        if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)):
+            raise ValueError("keys is a list of strings")
         return tuple(dict.fromkeys(normalize_key(key) for key in value))
 
 

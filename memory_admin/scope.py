@@ -100,7 +100,7 @@ def canonical_scope(scope: Mapping[str, str], *, loc: str = "scope") -> Scope:
     try:
         cache_key = tuple(scope.items())
         cached = _CANONICAL_CACHE.get(cache_key)
-    except TypeError:  # unhashable values: validation below says why
+    except (TypeError, AttributeError):  # unhashable values, or not a mapping: validation below says why
         cache_key, cached = (), None
     if cached is not None:
         return dict(cached)

@@ -42,8 +42,6 @@ from memory_admin.events import (
     preview,
 )
 from memory_admin.records import (
-    MAX_ID_CHARS,
-    MAX_REASON_CHARS,
     MemoryHit,
     MemoryRecord,
     MemorySearchQuery,
@@ -54,6 +52,15 @@ from memory_admin.records import (
 from memory_admin.scope import canonical_scope, scope_json
 from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store._sql import Op, Statement
+from memory_admin.store.arguments import (
+    MAX_STORED_INT,
+    check_count,
+    check_event_id,
+    check_id,
+    check_list,
+    check_time,
+    clean_reason,
+)
 from memory_admin.store.batch import check_import_slots, plan_batch, validate_batch, write_events
 from memory_admin.store.ids import IdFactory
 from memory_admin.store.plan import Cursor, SearchPlan, now_us
@@ -108,31 +115,6 @@ def full_capabilities(backend: str) -> MemoryStoreCapabilities:
         max_limit=DEFAULT_MAX_LIMIT,
         max_batch=DEFAULT_MAX_BATCH,
     )
-
-
-def clean_reason(reason: str | None) -> str | None:
-    if reason is None:
-        return None
-    if not isinstance(reason, str):
-        raise MemoryValidationError(
-            "An invalidation reason is text (or None).", [{"loc": "reason", "msg": "expected a string"}]
-        )
-    cleaned = " ".join(reason.split())
-    if len(cleaned) > MAX_REASON_CHARS:
-        raise MemoryValidationError(
-            f"An invalidation reason holds at most {MAX_REASON_CHARS} characters.",
-            [{"loc": "reason", "msg": "too long"}],
-        )
-    return cleaned or None
-
-
-def check_id(record_id: object) -> str:
-    if not isinstance(record_id, str) or not record_id or len(record_id) > MAX_ID_CHARS:
-        raise MemoryValidationError(
-            "A record id is a non-empty string of at most 64 characters.",
-            [{"loc": "record_id", "msg": "invalid record id"}],
-        )
-    return record_id
 
 
 class BaseMemoryStore(ABC):
@@ -239,16 +221,21 @@ class BaseMemoryStore(ABC):
         return self._run_unit(self._events_unit("read", lambda s: s.query_events(parsed)))
 
     def get_event(self, event_id: int) -> StoredEvent | None:
-        found = self.query_events(EventQuery(before_id=event_id + 1, limit=1, include_previews=True))
+        event_id = check_event_id(event_id)
+        after = event_id + 1 if event_id < MAX_STORED_INT else None  # the largest id has nothing after it
+        found = self.query_events(EventQuery(before_id=after, limit=1, include_previews=True))
         return found[0] if found and found[0].id == event_id else None
 
     def prune_events(self, before: datetime) -> int:
+        before = check_time(before, "before")
         return self._run_unit(self._events_unit("write", lambda s: s.prune_events(before)))
 
     def import_events(self, events: Sequence[StoredEvent | Mapping[str, object]]) -> int:
         """Insert events verbatim, ids included (moving an event log between stores). An id
         already in the log is skipped, so a copy can be resumed; returns how many went in."""
-        parsed = [parse_model(StoredEvent, event, what=f"event {i}") for i, event in enumerate(events)]
+        parsed = [
+            parse_model(StoredEvent, event, what=f"event {i}") for i, event in enumerate(check_list(events, "events"))
+        ]
         if not parsed:
             return 0
         return self._run_unit(self._events_unit("write", lambda s: s.import_events(parsed)))
@@ -457,6 +444,7 @@ class BaseMemoryStore(ABC):
     # --- admin extension ----------------------------------------------------------
 
     def list_records(self, query: RecordListQuery) -> RecordPage:
+        query = parse_model(RecordListQuery, query, what="listing")
         plan = self._plan(query.search, include_expired=query.include_expired, cursor=query.cursor)
         hits, cursor = self._drive(self._page(plan))
         return RecordPage(hits=hits, next_cursor=cursor.encode() if cursor else None)
@@ -561,10 +549,7 @@ class BaseMemoryStore(ABC):
     def find_corrupt(
         self, scope: Mapping[str, str] | None = None, *, limit: int = 100, max_rows: int | None = None
     ) -> CorruptionScan:
-        if limit < 1 or (max_rows is not None and max_rows < 1):
-            raise MemoryValidationError(
-                "limit and max_rows are positive.", [{"loc": "limit", "msg": "must be at least 1"}]
-            )
+        limit, max_rows = check_count(limit, "limit"), check_count(max_rows, "max_rows", optional=True)
         canonical = canonical_scope(scope) if scope is not None else None
         return self._run_unit(Unit("read", lambda s: s.find_corrupt(canonical, limit, max_rows)))
 

@@ -31,6 +31,7 @@ from memory_admin.records import (
     validation_problems,
 )
 from memory_admin.scope import Scope, ScopeMatch, canonical_scope, scope_matches, visible_to_agent
+from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store.protocol import MemoryStore
 from memory_admin.toolbox.results import (
     bounded_results,
@@ -126,36 +127,22 @@ class MemoryToolbox:
     def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> dict[str, Any]:
         """Run tool ``name`` with the model's ``arguments`` (a dict, or the JSON string
         some APIs hand over). Always returns a JSON-serialisable dict; never raises."""
-        steps = self._start(name, arguments)
-        if isinstance(steps, dict):
-            return steps
         try:
-            op = next(steps)
-            while True:
-                op = steps.send(self._run(op))
-        except StopIteration as done:
-            result: dict[str, Any] = done.value
-            return result
+            steps = self._start(name, arguments)
+            return steps if isinstance(steps, dict) else run_steps(steps, self._run)
         except Exception as exc:  # nothing escapes into the agent loop
             return self._failure(name, exc)
 
     async def acall(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> dict[str, Any]:
         """The async twin of :meth:`call`, through the store's async methods."""
-        steps = self._start(name, arguments)
-        if isinstance(steps, dict):
-            return steps
         try:
-            op = next(steps)
-            while True:
-                op = steps.send(await self._arun(op))
-        except StopIteration as done:
-            result: dict[str, Any] = done.value
-            return result
+            steps = self._start(name, arguments)
+            return steps if isinstance(steps, dict) else await arun_steps(steps, self._arun)
         except Exception as exc:
             return self._failure(name, exc)
 
     def _start(self, name: str, arguments: Mapping[str, Any] | str | None) -> _Steps | dict[str, Any]:
-        spec = TOOL_SPECS.get(name)
+        spec = TOOL_SPECS.get(name) if isinstance(name, str) else None
         if spec is None:
             return tool_error("unknown_tool", f"There is no tool {name!r}.", tools=list(TOOL_NAMES))
         denial = self.policy.denial(name)
@@ -164,8 +151,8 @@ class MemoryToolbox:
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                return tool_error("invalid_arguments", f"Arguments are not valid JSON ({exc.msg}).")
+            except (RecursionError, ValueError) as exc:  # bad JSON, too deep, or a number past int limits
+                return tool_error("invalid_arguments", f"Arguments are not valid JSON ({_reason(exc)}).")
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, Mapping):
@@ -320,6 +307,12 @@ class MemoryToolbox:
                 {"action": "rekey", "how": "call memory_save again with a different target (or none)"},
             ],
         )
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    return "nested too deeply" if isinstance(exc, RecursionError) else "a number is too long"
 
 
 def _not_writable() -> dict[str, Any]:
