@@ -2,9 +2,10 @@
 
 Recall (:func:`memory_admin.recall.assemble_recall`) places profile records newest
 first, first fit, into their own slice of the budget (40 % of 4,000 characters by
-default) and defers the rest. This replays that placement over the profile records
-alone — with recall's own entry rendering and constants — to answer "is every recall
-here truncated?" without assembling a block (and without adding a recall event).
+default) and defers the rest. :func:`profile_slice` replays that placement —
+:func:`memory_admin.recall.place_profile` itself, with recall's entry rendering and
+constants — over the profile records alone, to answer "is every recall here
+truncated?" without assembling a block (and without adding a recall event).
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, HEADINGS, entry_chars
+from memory_admin.recall import (
+    DEFAULT_BUDGET_CHARS,
+    DEFAULT_PROFILE_BUDGET_RATIO,
+    entry_chars,
+    place_profile,
+    profile_slice_chars,
+)
 from memory_admin.records import MemoryRecord
 
 
@@ -41,22 +48,17 @@ def profile_slice(
     ratio: float = DEFAULT_PROFILE_BUDGET_RATIO,
     size: Callable[[MemoryRecord], int] = entry_chars,
 ) -> ProfileSlice:
-    """Place ``profiles`` newest first into the slice as recall does; the rest are
-    deferred. ``size`` is a record's entry length (pass a cached one when replaying
-    many scopes that share records)."""
-    limit = int(budget_chars * ratio)
-    heading = len(HEADINGS["profile"])
-    used = 0
-    total = heading if profiles else 0
-    admitted: list[MemoryRecord] = []
-    deferred: list[MemoryRecord] = []
-    for record in sorted(profiles, key=lambda r: r.created_at, reverse=True):
-        chars = size(record)
-        total += chars
-        cost = chars + (0 if admitted else heading)
-        if used + cost <= limit:
-            admitted.append(record)
-            used += cost
-        else:
-            deferred.append(record)
-    return ProfileSlice(budget_chars, limit, used, total, admitted, deferred)
+    """Place ``profiles`` into the slice as recall does; the rest are deferred. ``size``
+    is a record's entry length (pass a cached one when replaying many scopes that share
+    records)."""
+    limit = profile_slice_chars(budget_chars, ratio)
+    placed = place_profile(profiles, limit, size=size)
+    by_id = {record.id: record for record in profiles}
+    return ProfileSlice(
+        budget_chars,
+        limit,
+        placed.used_chars,
+        placed.total_chars,
+        list(placed.admitted),
+        [by_id[record_id] for record_id in placed.deferred],
+    )

@@ -13,11 +13,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.dashboard import curation
 from memory_admin.dashboard.forms import ScopeForm, SweepForm
-from memory_admin.dashboard.health import build_health
 from memory_admin.dashboard.permissions import Ability, Access, access_for
 from memory_admin.dashboard.views.browse import PickScope, resolve_scope
 from memory_admin.dashboard.views.common import admin_store, render_region, see_other
 from memory_admin.records import utc_now
+from memory_admin.reports.health import build_health
 from memory_admin.scope import Scope, format_scope
 from memory_admin.store import BaseMemoryStore
 

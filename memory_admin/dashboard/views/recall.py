@@ -15,20 +15,14 @@ from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.forms import PreviewForm, RecallForm
 from memory_admin.dashboard.permissions import Access, AmbiguousScope, NotVisible, access_for
-from memory_admin.dashboard.recall_stats import read_recall_events, summarize
-from memory_admin.dashboard.recall_view import (
-    block_entries,
-    deferred_entries,
-    redact_block,
-    tier_summary,
-    tiers_in_order,
-)
 from memory_admin.dashboard.views.browse import PickScope, ScopeChoice, resolve_scope, scope_choices
 from memory_admin.dashboard.views.common import event_store, render_region
 from memory_admin.errors import MemoryValidationError
 from memory_admin.events import AnyEvent, EventQuery, MemoryRecallEvent, StoredEvent
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, assemble_recall
 from memory_admin.records import utc_now
+from memory_admin.reports.recall_entries import account_recall, redact_block
+from memory_admin.reports.recall_stats import RECALL, read_recall_events, summarize
 from memory_admin.scope import Scope, format_scope
 from memory_admin.store import BaseMemoryStore
 
@@ -96,7 +90,7 @@ def _older_events(
     store: BaseMemoryStore, access: Access, scope: Scope | None, data: dict[str, Any]
 ) -> tuple[list[StoredEvent], int | None]:
     query = EventQuery(
-        types=("agent.memory.recall",),
+        types=(RECALL,),
         scope=scope,
         agent=data["agent"],
         since=data["since"],
@@ -132,11 +126,7 @@ def recall_event(request: HttpRequest, event_id: int) -> HttpResponse:
         "stored": stored,
         "event": event,
         "scope_text": format_scope(event.scope),
-        "entries": block_entries(store, access.allows, event.record_ids, tiers_in_order(event.tiers)),
-        "deferred": deferred_entries(store, access.allows, event.deferred_ids, event.deferred_reasons),
-        "fill_percent": round(100 * event.chars / event.budget_chars) if event.budget_chars else 0,
-        "tiers": tier_summary(event.tiers),
-        "profile_chars": int(event.budget_chars * DEFAULT_PROFILE_BUDGET_RATIO),
+        "account": account_recall(store, access.allows, event),
         "replay": {
             "scope": format_scope(event.scope),
             "agent": event.agent or "",
@@ -183,18 +173,13 @@ def preview_context(store: BaseMemoryStore, access: Access, form: PreviewForm) -
     except MemoryValidationError as exc:
         form.add_error(None, exc.message)
         return {}
-    report = result.report
-    tiers = {str(tier): n for tier, n in report.tiers.items()}
     block, hidden = redact_block(result.block, result.records, access.allows)
     return {
         "scope": scope,
         "scope_text": format_scope(scope),
         "result": result,
-        "report": report,
+        "report": result.report,
         "recall_block": block,  # not "block": templates reserve that name
         "hidden": hidden,
-        "tiers": tier_summary(tiers),
-        "entries": block_entries(store, access.allows, report.record_ids, tiers_in_order(tiers)),
-        "deferred": deferred_entries(store, access.allows, report.deferred_ids, dict(report.deferred_reasons)),
-        "fill_percent": round(100 * report.chars / report.budget_chars),
+        "account": account_recall(store, access.allows, result.report),
     }

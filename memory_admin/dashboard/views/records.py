@@ -8,9 +8,9 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.permissions import Ability, Access, access_for
-from memory_admin.dashboard.timeline import build_timeline
 from memory_admin.dashboard.views.common import admin_store, render_region
 from memory_admin.records import MemoryRecord, utc_now
+from memory_admin.reports.timeline import build_timeline
 from memory_admin.scope import format_scope
 from memory_admin.store import BaseMemoryStore
 

@@ -9,9 +9,9 @@ from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.forms import ScopeForm
 from memory_admin.dashboard.permissions import Access, AmbiguousScope, access_for
-from memory_admin.dashboard.recall_budget import profile_slice
 from memory_admin.dashboard.views.browse import ScopeChoice, scope_choices
 from memory_admin.dashboard.views.common import admin_store, render_region
+from memory_admin.reports.profile_slice import profile_slice
 from memory_admin.scope import Scope, format_scope
 from memory_admin.store import BaseMemoryStore, RecordListQuery
 
