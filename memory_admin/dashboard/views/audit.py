@@ -4,13 +4,13 @@ confined to their grants. Entries never hold memory content."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.audit import entries_for, visible_entry
 from memory_admin.dashboard.forms import CursorForm
 from memory_admin.dashboard.permissions import Ability, NotVisible, access_for
-from memory_admin.dashboard.views.common import render_region
+from memory_admin.dashboard.views.common import HtmxHttpRequest, render_region
 
 LOG = "dashboard/audit.html"
 ENTRY = "dashboard/audit_entry.html"
@@ -18,7 +18,7 @@ PAGE = 50
 
 
 @require_GET
-def audit_log(request: HttpRequest) -> HttpResponse:
+def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     access = access_for(request)
     access.require(Ability.CURATE)
     form = CursorForm(request.GET)
@@ -30,7 +30,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def audit_entry(request: HttpRequest, entry_id: int) -> HttpResponse:
+def audit_entry(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
     access = access_for(request)
     access.require(Ability.CURATE)
     entry = visible_entry(access, entry_id)

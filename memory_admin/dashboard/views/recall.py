@@ -10,13 +10,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.forms import PreviewForm, RecallForm
-from memory_admin.dashboard.permissions import Access, AmbiguousScope, NotVisible, access_for
-from memory_admin.dashboard.views.browse import PickScope, ScopeChoice, resolve_scope, scope_choices
-from memory_admin.dashboard.views.common import event_store, render_region
+from memory_admin.dashboard.permissions import Access, NotVisible, access_for
+from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
+from memory_admin.dashboard.views.common import HtmxHttpRequest, event_store, render_region
 from memory_admin.errors import MemoryValidationError
 from memory_admin.events import AnyEvent, EventQuery, MemoryRecallEvent, StoredEvent
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, assemble_recall
@@ -24,7 +24,7 @@ from memory_admin.records import utc_now
 from memory_admin.reports.recall_entries import account_recall, redact_block
 from memory_admin.reports.recall_stats import RECALL, read_recall_events, summarize
 from memory_admin.scope import Scope, format_scope
-from memory_admin.store import BaseMemoryStore
+from memory_admin.store import AdminMemoryStore, EventLogStore, FullMemoryStore
 
 OVERVIEW = "dashboard/recall.html"
 EVENT = "dashboard/recall_event.html"
@@ -34,7 +34,7 @@ PRESETS = (("24 hours", timedelta(hours=24)), ("7 days", timedelta(days=7)), ("3
 
 
 @require_GET
-def recall_overview(request: HttpRequest) -> HttpResponse:
+def recall_overview(request: HtmxHttpRequest) -> HttpResponse:
     access = access_for(request)
     form = RecallForm(request.GET)
     if not form.is_valid():
@@ -43,22 +43,16 @@ def recall_overview(request: HttpRequest) -> HttpResponse:
     return render_region(request, OVERVIEW, "recall", {"form": form, **context})
 
 
-def chosen_scope(store: BaseMemoryStore, access: Access, requested: Scope | None) -> Scope | PickScope | None:
-    """The scope to read events under (``None``: every tenant, for admins who asked for
-    none), narrowed to the grants — or the choices to offer."""
-    if requested is None and access.all_tenants:
-        return None
-    resolution = resolve_scope(store, access, requested)
-    return resolution if isinstance(resolution, PickScope) else resolution.scope
-
-
-def recall_context(store: BaseMemoryStore, access: Access, data: dict[str, Any], params: QueryDict) -> dict[str, Any]:
+def recall_context(store: FullMemoryStore, access: Access, data: dict[str, Any], params: QueryDict) -> dict[str, Any]:
     context: dict[str, Any] = {"access": access}
     if not access.sees_anything:
         return context
-    scope = chosen_scope(store, access, data["scope"])
-    if isinstance(scope, PickScope):
-        return {**context, **scope.context()}
+    scope: Scope | None = None  # an admin who asked for no scope reads every tenant's events
+    if data["scope"] is not None or not access.all_tenants:
+        resolution = resolve_scope(store, access, data["scope"])
+        if isinstance(resolution, PickScope):
+            return {**context, **scope_context(resolution)}
+        scope = resolution.scope
     scan = read_recall_events(store, scope=scope, agent=data["agent"], since=data["since"], until=data["until"])
     visible = [stored for stored in scan.events if access.allows(stored.event.scope)]
     series = summarize(
@@ -87,7 +81,7 @@ def recall_context(store: BaseMemoryStore, access: Access, data: dict[str, Any],
 
 
 def _older_events(
-    store: BaseMemoryStore, access: Access, scope: Scope | None, data: dict[str, Any]
+    store: EventLogStore, access: Access, scope: Scope | None, data: dict[str, Any]
 ) -> tuple[list[StoredEvent], int | None]:
     query = EventQuery(
         types=(RECALL,),
@@ -114,7 +108,7 @@ def _with(params: QueryDict, **changes: str | None) -> str:
 
 
 @require_GET
-def recall_event(request: HttpRequest, event_id: int) -> HttpResponse:
+def recall_event(request: HtmxHttpRequest, event_id: int) -> HttpResponse:
     access = access_for(request)
     store = event_store()
     stored = store.get_event(event_id)
@@ -137,7 +131,7 @@ def recall_event(request: HttpRequest, event_id: int) -> HttpResponse:
 
 
 @require_GET
-def recall_preview(request: HttpRequest) -> HttpResponse:
+def recall_preview(request: HtmxHttpRequest) -> HttpResponse:
     access = access_for(request)
     form = PreviewForm(request.GET)
     context: dict[str, Any] = {"access": access, "form": form}
@@ -148,16 +142,14 @@ def recall_preview(request: HttpRequest) -> HttpResponse:
     return render_region(request, PREVIEW, "preview", context, status=400 if form.errors else 200)
 
 
-def preview_context(store: BaseMemoryStore, access: Access, form: PreviewForm) -> dict[str, Any]:
+def preview_context(store: AdminMemoryStore, access: Access, form: PreviewForm) -> dict[str, Any]:
     """The preview's block and report, or the scopes to pick from; a recall option the
     library refuses becomes a form error."""
     data = form.cleaned_data
-    if data["scope"] is None:
-        return {"choices": scope_choices(store, access)}
-    try:
-        scope = access.resolve(data["scope"]).scope
-    except AmbiguousScope as exc:
-        return {"choices": [ScopeChoice(s) for s in exc.options], "ambiguous": True}
+    resolution = resolve_scope(store, access, data["scope"], take_only_choice=False)
+    if isinstance(resolution, PickScope):
+        return scope_context(resolution)
+    scope = resolution.scope
     caught: list[AnyEvent] = []
     try:
         result = assemble_recall(
@@ -175,8 +167,7 @@ def preview_context(store: BaseMemoryStore, access: Access, form: PreviewForm) -
         return {}
     block, hidden = redact_block(result.block, result.records, access.allows)
     return {
-        "scope": scope,
-        "scope_text": format_scope(scope),
+        **scope_context(resolution),
         "result": result,
         "report": result.report,
         "recall_block": block,  # not "block": templates reserve that name
