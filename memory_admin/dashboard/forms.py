@@ -96,6 +96,8 @@ class QueryStringForm(forms.Form):
     def __init__(self, data: QueryDict | Mapping[str, Any] | None = None) -> None:
         super().__init__(data)
         self.unknown = sorted(set(data or ()) - set(self.fields))
+        # the query string itself, for links that change one filter
+        self.params = data if isinstance(data, QueryDict) else QueryDict()
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

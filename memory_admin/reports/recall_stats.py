@@ -55,11 +55,12 @@ def read_recall_events(
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int = MAX_EVENTS,
+    before: int | None = None,
 ) -> EventScan:
-    """Recall events under ``scope`` (all when ``None``), newest first, at most ``limit``.
-    Previews are never included: they are kept out of the production graphs."""
+    """Recall events under ``scope`` (all when ``None``), newest first, at most ``limit``,
+    older than the event id ``before`` when given. Previews are never included: they
+    are kept out of the production graphs."""
     found: list[StoredEvent] = []
-    before: int | None = None
     while len(found) < limit:
         page_size = min(EVENT_PAGE, limit - len(found))
         query = EventQuery(

@@ -8,13 +8,13 @@ from typing import Any
 from django.http import HttpResponse, QueryDict
 from django.views.decorators.http import require_GET
 
-from memory_admin.dashboard.forms import BrowseFilters, BrowseForm
-from memory_admin.dashboard.permissions import Access, access_for
+from memory_admin.dashboard.forms import BrowseForm
+from memory_admin.dashboard.permissions import Access
 from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
-from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, page_size, render_region
+from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, page_size, query_page
 from memory_admin.records import MemoryHit
 from memory_admin.scope import TENANT_KEY, Scope, format_scope
-from memory_admin.store import AdminMemoryStore, ScopeFacet
+from memory_admin.store import ScopeFacet
 
 TEMPLATE = "dashboard/browse.html"
 FACET_VALUES = 20
@@ -39,18 +39,13 @@ class Facet:
 
 @require_GET
 def browse(request: HtmxHttpRequest) -> HttpResponse:
-    access = access_for(request)
-    form = BrowseForm(request.GET)
-    if not form.is_valid():
-        return render_region(request, TEMPLATE, "browse", {"form": form, "access": access}, status=400)
-    context = browse_context(admin_store(), access, form.filters(), request.GET)
-    return render_region(request, TEMPLATE, "browse", {"form": form, **context})
+    return query_page(request, BrowseForm(request.GET), TEMPLATE, "browse", browse_context)
 
 
-def browse_context(
-    store: AdminMemoryStore, access: Access, filters: BrowseFilters, params: QueryDict | None = None
-) -> dict[str, Any]:
-    """Everything the browser shows for ``filters``, confined to ``access``."""
+def browse_context(access: Access, form: BrowseForm) -> dict[str, Any]:
+    """Everything the browser shows for the form's filters, confined to ``access``."""
+    store = admin_store()
+    filters = form.filters()
     context: dict[str, Any] = {"access": access, "filters": filters}
     resolution = resolve_scope(store, access, filters.scope)
     context.update(scope_context(resolution))
@@ -63,7 +58,7 @@ def browse_context(
         **context,
         "hits": hits,
         "next_cursor": page.next_cursor,
-        "facets": [_facet(f, resolution.scope, params or QueryDict()) for f in facets],
+        "facets": [_facet(f, resolution.scope, form.params) for f in facets],
     }
 
 

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
+from django import forms
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 from django_htmx.middleware import HtmxDetails
 
-from memory_admin.dashboard.forms import ScopeForm
 from memory_admin.dashboard.permissions import Access, access_for
 from memory_admin.dashboard.stores import get_store
-from memory_admin.scope import Scope
 from memory_admin.store import FullMemoryStore, MemoryNeeds, require_memory
 
 
@@ -64,19 +63,23 @@ def render_region(
     return response
 
 
-ScopePageContext = Callable[[FullMemoryStore, Access, Scope | None], Mapping[str, Any]]
+FormT = TypeVar("FormT", bound=forms.Form)
 
 
-def scope_page(request: HtmxHttpRequest, template: str, region: str, build: ScopePageContext) -> HttpResponse:
-    """A page about one scope (``?scope=…``): a malformed scope is a 400 that shows the
-    form's errors; otherwise ``build`` makes the context from the store, the user and
-    the scope asked for (``None`` when none was)."""
+def query_page(
+    request: HtmxHttpRequest,
+    form: FormT,
+    template: str,
+    region: str,
+    build: Callable[[Access, FormT], Mapping[str, Any]],
+) -> HttpResponse:
+    """A page whose filters live in its query string (``form``): a bad parameter is a
+    400 that shows the form's errors; otherwise the page shows what ``build`` makes of
+    the user and the valid form."""
     access = access_for(request)
-    form = ScopeForm(request.GET)
     if not form.is_valid():
         return render_region(request, template, region, {"form": form, "access": access}, status=400)
-    context = build(admin_store(), access, form.cleaned_data["scope"])
-    return render_region(request, template, region, {"form": form, **context})
+    return render_region(request, template, region, {"form": form, **build(access, form)})
 
 
 def see_other(url: str) -> HttpResponseRedirect:

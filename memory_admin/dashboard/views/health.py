@@ -12,24 +12,23 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.dashboard import curation
-from memory_admin.dashboard.forms import SweepForm
+from memory_admin.dashboard.forms import ScopeForm, SweepForm
 from memory_admin.dashboard.permissions import Ability, Access, access_for
 from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
-from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, scope_page, see_other
+from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, query_page, see_other
 from memory_admin.records import utc_now
 from memory_admin.reports.health import build_health
-from memory_admin.scope import Scope, format_scope
-from memory_admin.store import AdminMemoryStore
+from memory_admin.scope import format_scope
 
 TEMPLATE = "dashboard/health.html"
 
 
 @require_GET
 def health(request: HtmxHttpRequest) -> HttpResponse:
-    return scope_page(request, TEMPLATE, "health", health_context)
+    return query_page(request, ScopeForm(request.GET), TEMPLATE, "health", health_context)
 
 
-def health_context(store: AdminMemoryStore, access: Access, requested: Scope | None) -> dict[str, Any]:
+def health_context(access: Access, form: ScopeForm) -> dict[str, Any]:
     context: dict[str, Any] = {
         "access": access,
         "can_curate": access.can(Ability.CURATE),
@@ -37,7 +36,8 @@ def health_context(store: AdminMemoryStore, access: Access, requested: Scope | N
     }
     if not access.sees_anything:
         return context
-    resolution = resolve_scope(store, access, requested)
+    store = admin_store()
+    resolution = resolve_scope(store, access, form.cleaned_data["scope"])
     context.update(scope_context(resolution))
     if isinstance(resolution, PickScope):
         return context

@@ -97,24 +97,28 @@ def _delete_page(request: HtmxHttpRequest, target: _Deletable, form: DeleteForm,
 # --- erase a scope ------------------------------------------------------------------------
 
 
-@require_GET
-def erase_preview(request: HtmxHttpRequest) -> HttpResponse:
+def _scope_to_erase(request: HtmxHttpRequest) -> tuple[Access, ScopeForm, Scope | None]:
+    """The privacy officer, and the scope the query string names (``None`` when it names
+    none or a malformed one: the form says which)."""
     access = access_for(request)
     access.require(Ability.FORGET)
     form = ScopeForm(request.GET)
-    if not form.is_valid() or form.cleaned_data["scope"] is None:
+    return access, form, form.cleaned_data["scope"] if form.is_valid() else None
+
+
+@require_GET
+def erase_preview(request: HtmxHttpRequest) -> HttpResponse:
+    access, form, scope = _scope_to_erase(request)
+    if scope is None:
         return render(request, ERASE_PREVIEW, {"access": access, "form": form}, status=400 if form.errors else 200)
-    return render(request, ERASE_PREVIEW, _erase_context(access, form.cleaned_data["scope"]))
+    return render(request, ERASE_PREVIEW, _erase_context(access, scope))
 
 
 @require_GET
 def erase_confirm(request: HtmxHttpRequest) -> HttpResponse:
-    access = access_for(request)
-    access.require(Ability.FORGET)
-    form = ScopeForm(request.GET)
-    if not form.is_valid() or form.cleaned_data["scope"] is None:
+    access, _form, scope = _scope_to_erase(request)
+    if scope is None:
         return see_other(reverse("dashboard:erase"))
-    scope = form.cleaned_data["scope"]
     erase = EraseForm(initial={"scope": format_scope(scope)})
     return render(request, ERASE_CONFIRM, {**_erase_context(access, scope), "form": erase})
 

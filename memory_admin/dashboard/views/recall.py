@@ -16,15 +16,15 @@ from django.views.decorators.http import require_GET
 from memory_admin.dashboard.forms import PreviewForm, RecallForm
 from memory_admin.dashboard.permissions import Access, NotVisible, access_for
 from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
-from memory_admin.dashboard.views.common import HtmxHttpRequest, event_store, render_region
+from memory_admin.dashboard.views.common import HtmxHttpRequest, event_store, query_page, render_region
 from memory_admin.errors import MemoryValidationError
-from memory_admin.events import AnyEvent, EventQuery, MemoryRecallEvent, StoredEvent
+from memory_admin.events import AnyEvent, MemoryRecallEvent
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, assemble_recall
 from memory_admin.records import utc_now
 from memory_admin.reports.recall_entries import account_recall, redact_block
-from memory_admin.reports.recall_stats import RECALL, read_recall_events, summarize
+from memory_admin.reports.recall_stats import MAX_EVENTS, EventScan, read_recall_events, summarize
 from memory_admin.scope import Scope, format_scope
-from memory_admin.store import AdminMemoryStore, EventLogStore, FullMemoryStore
+from memory_admin.store import AdminMemoryStore, EventLogStore
 
 OVERVIEW = "dashboard/recall.html"
 EVENT = "dashboard/recall_event.html"
@@ -35,25 +35,21 @@ PRESETS = (("24 hours", timedelta(hours=24)), ("7 days", timedelta(days=7)), ("3
 
 @require_GET
 def recall_overview(request: HtmxHttpRequest) -> HttpResponse:
-    access = access_for(request)
-    form = RecallForm(request.GET)
-    if not form.is_valid():
-        return render_region(request, OVERVIEW, "recall", {"form": form, "access": access}, status=400)
-    context = recall_context(event_store(), access, form.cleaned_data, request.GET)
-    return render_region(request, OVERVIEW, "recall", {"form": form, **context})
+    return query_page(request, RecallForm(request.GET), OVERVIEW, "recall", recall_context)
 
 
-def recall_context(store: FullMemoryStore, access: Access, data: dict[str, Any], params: QueryDict) -> dict[str, Any]:
+def recall_context(access: Access, form: RecallForm) -> dict[str, Any]:
     context: dict[str, Any] = {"access": access}
     if not access.sees_anything:
         return context
+    store, data, params = event_store(), form.cleaned_data, form.params
     scope: Scope | None = None  # an admin who asked for no scope reads every tenant's events
     if data["scope"] is not None or not access.all_tenants:
         resolution = resolve_scope(store, access, data["scope"])
         if isinstance(resolution, PickScope):
             return {**context, **scope_context(resolution)}
         scope = resolution.scope
-    scan = read_recall_events(store, scope=scope, agent=data["agent"], since=data["since"], until=data["until"])
+    scan = _scan(store, scope, data)
     visible = [stored for stored in scan.events if access.allows(stored.event.scope)]
     series = summarize(
         [s.event for s in visible if isinstance(s.event, MemoryRecallEvent)],
@@ -61,9 +57,10 @@ def recall_context(store: FullMemoryStore, access: Access, data: dict[str, Any],
         until=data["until"],
         bucket=data["bucket"] or None,
     )
+    if data["before"]:  # an older page of the table: read from there, the graphs stay as they are
+        page = _scan(store, scope, data, limit=TABLE_SIZE + 1, before=data["before"]).events
+        visible = [stored for stored in page if access.allows(stored.event.scope)]
     table, older = visible[:TABLE_SIZE], (visible[TABLE_SIZE - 1].id if len(visible) > TABLE_SIZE else None)
-    if data["before"]:
-        table, older = _older_events(store, access, scope, data)
     now = utc_now()
     return {
         **context,
@@ -80,20 +77,18 @@ def recall_context(store: FullMemoryStore, access: Access, data: dict[str, Any],
     }
 
 
-def _older_events(
-    store: EventLogStore, access: Access, scope: Scope | None, data: dict[str, Any]
-) -> tuple[list[StoredEvent], int | None]:
-    query = EventQuery(
-        types=(RECALL,),
-        scope=scope,
-        agent=data["agent"],
-        since=data["since"],
-        until=data["until"],
-        before_id=data["before"],
-        limit=TABLE_SIZE + 1,
+def _scan(
+    store: EventLogStore,
+    scope: Scope | None,
+    data: dict[str, Any],
+    *,
+    limit: int = MAX_EVENTS,
+    before: int | None = None,
+) -> EventScan:
+    """The recall events the form's filters select."""
+    return read_recall_events(
+        store, scope=scope, agent=data["agent"], since=data["since"], until=data["until"], limit=limit, before=before
     )
-    page = [stored for stored in store.query_events(query) if access.allows(stored.event.scope)]
-    return page[:TABLE_SIZE], (page[TABLE_SIZE - 1].id if len(page) > TABLE_SIZE else None)
 
 
 def _with(params: QueryDict, **changes: str | None) -> str:

@@ -7,12 +7,12 @@ from typing import Any
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
+from memory_admin.dashboard.forms import ScopeForm
 from memory_admin.dashboard.permissions import Access
 from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
-from memory_admin.dashboard.views.common import HtmxHttpRequest, scope_page
+from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, query_page
 from memory_admin.reports.profile_slice import profile_slice
-from memory_admin.scope import Scope
-from memory_admin.store import AdminMemoryStore, RecordListQuery
+from memory_admin.store import RecordListQuery
 
 TEMPLATE = "dashboard/scope.html"
 RECENT_WRITES = 10
@@ -21,12 +21,13 @@ PROFILE_LIMIT = 200
 
 @require_GET
 def scope_summary(request: HtmxHttpRequest) -> HttpResponse:
-    return scope_page(request, TEMPLATE, "summary", summary_context)
+    return query_page(request, ScopeForm(request.GET), TEMPLATE, "summary", summary_context)
 
 
-def summary_context(store: AdminMemoryStore, access: Access, requested: Scope | None) -> dict[str, Any]:
+def summary_context(access: Access, form: ScopeForm) -> dict[str, Any]:
     context: dict[str, Any] = {"access": access}
-    resolution = resolve_scope(store, access, requested, take_only_choice=False)
+    store = admin_store()
+    resolution = resolve_scope(store, access, form.cleaned_data["scope"], take_only_choice=False)
     context.update(scope_context(resolution))
     if isinstance(resolution, PickScope):
         return context
