@@ -39,8 +39,9 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from datetime import datetime
+from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -196,6 +197,62 @@ def truncation_marker(deferred: int) -> str:
     return f"[… {deferred} more {noun} did not fit the recall budget]\n"
 
 
+def profile_slice_chars(
+    budget_chars: int = DEFAULT_BUDGET_CHARS, profile_budget_ratio: float = DEFAULT_PROFILE_BUDGET_RATIO
+) -> int:
+    """The characters of a block's budget reserved for its profile tier."""
+    return int(budget_chars * profile_budget_ratio)
+
+
+class ProfilePlacement(_Frozen):
+    """Where :func:`place_profile` put each profile record."""
+
+    admitted: tuple[MemoryRecord, ...]
+    """In block order (newest first)."""
+    deferred: dict[str, DeferralReason]
+    """Record id → why it stayed out, newest first."""
+    used_chars: int
+    """What the admitted entries take, their section heading included."""
+    total_chars: int
+    """What the whole tier would take, heading included (0 for no records)."""
+
+
+def place_profile(
+    profiles: Iterable[MemoryRecord],
+    slice_chars: int,
+    *,
+    room: int | None = None,
+    size: Callable[[MemoryRecord], int] = entry_chars,
+) -> ProfilePlacement:
+    """Place profile records as a recall block does: newest first, first fit, into
+    ``slice_chars`` (the section heading is charged with the first entry admitted).
+    A record that would overflow the slice is deferred for ``profile_slice``; one that
+    fits the slice but not ``room`` (what is left of the whole block) for ``budget``.
+
+    This is the one placement: :func:`assemble_recall` lays its profile tier out with
+    it, and reports replay it to tell whether a scope's profile fits without assembling
+    a block. ``size`` is a record's entry length (pass a cached one when replaying many
+    scopes that share records).
+    """
+    heading = len(HEADINGS["profile"])
+    ordered = sorted(profiles, key=lambda r: r.created_at, reverse=True)
+    admitted: list[MemoryRecord] = []
+    deferred: dict[str, DeferralReason] = {}
+    used, total = 0, heading if ordered else 0
+    for record in ordered:
+        chars = size(record)
+        total += chars
+        cost = chars + (0 if admitted else heading)
+        if used + cost > slice_chars:
+            deferred.setdefault(record.id, "profile_slice")
+        elif room is not None and used + cost > room:
+            deferred.setdefault(record.id, "budget")
+        else:
+            admitted.append(record)
+            used += cost
+    return ProfilePlacement(admitted=tuple(admitted), deferred=deferred, used_chars=used, total_chars=total)
+
+
 # --- assembly ----------------------------------------------------------------------
 
 
@@ -233,7 +290,7 @@ class _Plan:
         self.scope_match = scope_match
         self.view = read_view(self.scope, agent, scope_match)
         self.budget_chars = budget_chars
-        self.profile_chars = int(budget_chars * profile_budget_ratio)
+        self.profile_chars = profile_slice_chars(budget_chars, profile_budget_ratio)
         self.pin_candidates = pin_candidates
         self.max_hits = max_hits
         self.raw_query = query
@@ -261,7 +318,6 @@ class _Layout:
         self.room = room
         self.show_ids = show_ids
         self.used = 0
-        self.profile_used = 0
         self.sections: dict[str, list[MemoryRecord]] = {}
         self.placed: dict[str, Tier] = {}
         self.deferred: dict[str, DeferralReason] = {}
@@ -270,15 +326,10 @@ class _Layout:
         if record.id in self.placed:
             return
         cost = entry_chars(record, show_ids=self.show_ids) + (0 if heading in self.sections else len(HEADINGS[heading]))
-        if tier == "profile" and self.profile_used + cost > self.plan.profile_chars:
-            self.deferred.setdefault(record.id, "profile_slice")
-            return
         if self.used + cost > self.room:
             self.deferred.setdefault(record.id, "budget")
             return
         self.used += cost
-        if tier == "profile":
-            self.profile_used += cost
         self.sections.setdefault(heading, []).append(record)
         self.placed[record.id] = tier
         self.deferred.pop(record.id, None)  # a deferred profile record earned its place as a hit
@@ -339,7 +390,10 @@ def _gather(plan: _Plan, show_ids: bool) -> _Steps:
 
 def _layout(plan: _Plan, found: _Candidates, room: int, show_ids: bool) -> _Layout:
     layout = _Layout(plan, room, show_ids)
-    for record in found.profile:
+    # the profile tier comes first, so it is placed against the slice and the whole room
+    profile = place_profile(found.profile, plan.profile_chars, room=room, size=partial(entry_chars, show_ids=show_ids))
+    layout.deferred.update(profile.deferred)
+    for record in profile.admitted:
         layout.place(record, "profile", "profile")
     for record in found.pinned:
         layout.place(record, "pinned", "pinned")
@@ -521,6 +575,7 @@ __all__ = [
     "DEFAULT_PROFILE_BUDGET_RATIO",
     "MIN_BUDGET_CHARS",
     "RECALL_QUERY_CHARS",
+    "ProfilePlacement",
     "RecallReport",
     "RecallResult",
     "aassemble_recall",
@@ -528,6 +583,8 @@ __all__ = [
     "clip_query",
     "entry_chars",
     "frame_chars",
+    "place_profile",
+    "profile_slice_chars",
     "read_view",
     "render_entry",
     "truncation_marker",

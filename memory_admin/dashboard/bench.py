@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from memory_admin.bench.corpus import Corpus, batched
-from memory_admin.store import BaseMemoryStore, SqliteMemoryStore
+from memory_admin.store import MemoryStore, SqliteMemoryStore
 from memory_admin.store import sqlite as sqlite_store
 
 TARGETS_MS: dict[str, tuple[str, float | None]] = {
@@ -50,7 +50,7 @@ BATCH = 1000
 # --- the corpus -------------------------------------------------------------------------
 
 
-def build_corpus(store: BaseMemoryStore, records: int, *, seed: int = 7) -> None:
+def build_corpus(store: MemoryStore, records: int, *, seed: int = 7) -> None:
     """The one place the synthetic corpus is written (switch generators here)."""
     corpus = Corpus()
     started = time.perf_counter()
@@ -63,7 +63,7 @@ def build_corpus(store: BaseMemoryStore, records: int, *, seed: int = 7) -> None
             sys.stderr.write(f"  wrote {done:,}/{records:,} records ({rate:,.0f}/s)\n")
 
 
-def build_chains(store: BaseMemoryStore, *, count: int = CHAINS, depth: int = CHAIN_DEPTH) -> list[str]:
+def build_chains(store: MemoryStore, *, count: int = CHAINS, depth: int = CHAIN_DEPTH) -> list[str]:
     """``count`` keyed preferences, each rewritten ``depth`` times; returns every version's id."""
     rng = random.Random(3)
     corpus = Corpus()

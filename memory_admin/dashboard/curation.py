@@ -19,7 +19,14 @@ from memory_admin.dashboard.permissions import Ability, Access, NotVisible
 from memory_admin.errors import MemoryValidationError
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.scope import Scope, canonical_scope, format_scope
-from memory_admin.store import BaseMemoryStore, ErasureReport, MemoryNeeds, require_memory
+from memory_admin.store import (
+    AdminMemoryStore,
+    ErasableMemoryStore,
+    ErasureReport,
+    MemoryNeeds,
+    MemoryStore,
+    require_memory,
+)
 
 CORRECTION_SOURCE = "dashboard"
 RECEIPT_SCOPES = 50  # scopes named on an erasure receipt; the count is always exact
@@ -33,7 +40,7 @@ def _confine(access: Access, ability: Ability, scope: Mapping[str, str], what: s
     return canonical
 
 
-def invalidate_record(store: BaseMemoryStore, access: Access, record: MemoryRecord, reason: str) -> AuditEntry:
+def invalidate_record(store: MemoryStore, access: Access, record: MemoryRecord, reason: str) -> AuditEntry:
     """Mark ``record`` invalid with ``reason`` (kept in the record and the audit log)."""
     _confine(access, Ability.CURATE, record.scope, f"Memory record {record.id}")
     if record.invalid_at is not None:
@@ -49,7 +56,7 @@ def invalidate_record(store: BaseMemoryStore, access: Access, record: MemoryReco
 
 
 def correct_record(
-    store: BaseMemoryStore,
+    store: MemoryStore,
     access: Access,
     record: MemoryRecord,
     content: str,
@@ -102,7 +109,7 @@ def correct_record(
 
 
 def delete_record(
-    store: BaseMemoryStore, access: Access, record_id: str, scope: Mapping[str, str], reason: str
+    store: MemoryStore, access: Access, record_id: str, scope: Mapping[str, str], reason: str
 ) -> AuditEntry:
     """Truly forget one record (its chain neighbours keep a content-free tombstone)."""
     _confine(access, Ability.FORGET, scope, f"Memory record {record_id}")
@@ -113,7 +120,7 @@ def delete_record(
     return entry
 
 
-def preview_erasure(store: BaseMemoryStore, access: Access, scope: Mapping[str, str]) -> ErasureReport:
+def preview_erasure(store: ErasableMemoryStore, access: Access, scope: Mapping[str, str]) -> ErasureReport:
     """What erasing ``scope`` would remove. The scope must lie inside a grant as given:
     erasure is never narrowed or widened to fit."""
     canonical = _confine(access, Ability.FORGET, scope, f"Scope {format_scope(scope)}")
@@ -121,7 +128,7 @@ def preview_erasure(store: BaseMemoryStore, access: Access, scope: Mapping[str, 
     return store.preview_erase(canonical)
 
 
-def erase_scope(store: BaseMemoryStore, access: Access, scope: Mapping[str, str], reason: str) -> AuditEntry:
+def erase_scope(store: ErasableMemoryStore, access: Access, scope: Mapping[str, str], reason: str) -> AuditEntry:
     """Erase every record, index entry and event under ``scope``; the entry is the receipt."""
     canonical = _confine(access, Ability.FORGET, scope, f"Scope {format_scope(scope)}")
     require_memory(store, MemoryNeeds(erasure=True))
@@ -137,7 +144,7 @@ def erase_scope(store: BaseMemoryStore, access: Access, scope: Mapping[str, str]
     return entry
 
 
-def sweep_expired(store: BaseMemoryStore, access: Access, scope: Mapping[str, str]) -> AuditEntry:
+def sweep_expired(store: AdminMemoryStore, access: Access, scope: Mapping[str, str]) -> AuditEntry:
     """Delete the expired records under ``scope`` (nothing could recall them any more)."""
     canonical = _confine(access, Ability.FORGET, scope, f"Scope {format_scope(scope)}")
     with audited(
@@ -151,5 +158,5 @@ def sweep_expired(store: BaseMemoryStore, access: Access, scope: Mapping[str, st
     return entry
 
 
-def _name(store: BaseMemoryStore) -> str:
+def _name(store: MemoryStore) -> str:
     return store.capabilities().backend

@@ -21,7 +21,7 @@ from typing import Any
 
 from memory_admin.recall import assemble_recall
 from memory_admin.records import MemoryRecord, utc_now
-from memory_admin.store import BaseMemoryStore, RecordListQuery
+from memory_admin.store import AdminMemoryStore, RecordListQuery
 
 CORPUS_VERSION = "v2"  # v2: the gardening examples the health page finds
 MARKER_SCOPE = {"tenant": "acme"}
@@ -50,7 +50,7 @@ def demo_start(now: datetime | None = None) -> datetime:
     return moment.astimezone(UTC).replace(hour=9, minute=0, second=0, microsecond=0)
 
 
-def demo_loaded(store: BaseMemoryStore) -> bool:
+def demo_loaded(store: AdminMemoryStore) -> bool:
     query = {
         "search": {"scope": MARKER_SCOPE, "keys": [MARKER_KEY], "include_invalidated": True, "limit": 1},
         "include_expired": True,
@@ -67,7 +67,7 @@ class DemoReport:
 
 
 class _Writer:
-    def __init__(self, store: BaseMemoryStore, clock: DemoClock) -> None:
+    def __init__(self, store: AdminMemoryStore, clock: DemoClock) -> None:
         self.store = store
         self.clock = clock
         self.report = DemoReport()
@@ -125,7 +125,7 @@ TOM = {**INITECH, "user": "tom"}
 PRIYA_CODER = {**PRIYA, "agent": "coder"}
 
 
-def load_demo(store: BaseMemoryStore, clock: DemoClock) -> DemoReport | None:
+def load_demo(store: AdminMemoryStore, clock: DemoClock) -> DemoReport | None:
     """Write the demo corpus through ``store`` (which must read ``clock``); ``None`` if
     it is already there."""
     if demo_loaded(store):

@@ -15,6 +15,7 @@ from django import forms
 from django.core.validators import MaxLengthValidator
 from django.http import QueryDict
 
+from memory_admin.dashboard.scopes import MAX_SCOPE_TEXT, ScopeField
 from memory_admin.errors import MemoryValidationError
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, MIN_BUDGET_CHARS
 from memory_admin.records import (
@@ -39,7 +40,6 @@ from memory_admin.scope import (
 )
 from memory_admin.store import RecordListQuery
 
-MAX_SCOPE_TEXT = 1000
 MAX_QUERY_TEXT = 500
 MAX_CURSOR = 200
 MAX_PREVIEW_MESSAGE = 4000
@@ -96,6 +96,8 @@ class QueryStringForm(forms.Form):
     def __init__(self, data: QueryDict | Mapping[str, Any] | None = None) -> None:
         super().__init__(data)
         self.unknown = sorted(set(data or ()) - set(self.fields))
+        # the query string itself, for links that change one filter
+        self.params = data if isinstance(data, QueryDict) else QueryDict()
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -107,27 +109,8 @@ class QueryStringForm(forms.Form):
         return cleaned
 
 
-def _scope_field(required: bool = False) -> forms.CharField:
-    return forms.CharField(
-        required=required,
-        max_length=MAX_SCOPE_TEXT,
-        label="Scope",
-        help_text="key=value pairs, e.g. tenant=acme,user=dana",
-        widget=forms.TextInput(attrs={"placeholder": "tenant=acme,user=dana", "spellcheck": "false"}),
-    )
-
-
-def clean_scope_text(text: str) -> Scope | None:
-    if not text.strip():
-        return None
-    try:
-        return parse_scope_text(text)
-    except MemoryValidationError as exc:
-        raise forms.ValidationError(exc.message) from None
-
-
 class BrowseForm(QueryStringForm):
-    scope = _scope_field()
+    scope = ScopeField()
     match = forms.ChoiceField(
         required=False,
         choices=[("subset", "within this scope (subset)"), ("visible", "visible from this scope")],
@@ -158,9 +141,6 @@ class BrowseForm(QueryStringForm):
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
     )
     after = forms.CharField(required=False, max_length=MAX_CURSOR, widget=forms.HiddenInput)
-
-    def clean_scope(self) -> Scope | None:
-        return clean_scope_text(self.cleaned_data.get("scope") or "")
 
     def clean_tag(self) -> str | None:
         text = self.cleaned_data.get("tag") or ""
@@ -199,10 +179,7 @@ class BrowseForm(QueryStringForm):
 
 
 class ScopeForm(QueryStringForm):
-    scope = _scope_field()
-
-    def clean_scope(self) -> Scope | None:
-        return clean_scope_text(self.cleaned_data.get("scope") or "")
+    scope = ScopeField()
 
 
 # --- recall --------------------------------------------------------------------------------
@@ -240,7 +217,7 @@ def _when_field(label: str) -> forms.DateTimeField:
 class RecallForm(QueryStringForm):
     """The recall page's filters: scope, agent, time range, bucket size, table cursor."""
 
-    scope = _scope_field()
+    scope = ScopeField()
     agent = _agent_field()
     since = _when_field("From (UTC)")
     until = _when_field("Until (UTC)")
@@ -250,9 +227,6 @@ class RecallForm(QueryStringForm):
         choices=[("", "auto"), ("hour", "hour"), ("6h", "6 hours"), ("day", "day"), ("week", "week")],
     )
     before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
-
-    def clean_scope(self) -> Scope | None:
-        return clean_scope_text(self.cleaned_data.get("scope") or "")
 
     def clean_agent(self) -> str | None:
         return clean_agent_text(self.cleaned_data.get("agent") or "")
@@ -268,7 +242,7 @@ class RecallForm(QueryStringForm):
 class PreviewForm(QueryStringForm):
     """A recall to preview: the scope, agent and first message an agent host would pass."""
 
-    scope = _scope_field()
+    scope = ScopeField()
     agent = _agent_field()
     message = forms.CharField(
         required=False,
@@ -291,9 +265,6 @@ class PreviewForm(QueryStringForm):
         label="Profile slice (%)",
         widget=forms.NumberInput(attrs={"placeholder": str(round(100 * DEFAULT_PROFILE_BUDGET_RATIO))}),
     )
-
-    def clean_scope(self) -> Scope | None:
-        return clean_scope_text(self.cleaned_data.get("scope") or "")
 
     def clean_agent(self) -> str | None:
         return clean_agent_text(self.cleaned_data.get("agent") or "")
@@ -371,19 +342,13 @@ class DeleteForm(forms.Form):
 
 
 class EraseForm(forms.Form):
-    scope = forms.CharField(max_length=MAX_SCOPE_TEXT, widget=forms.HiddenInput)
+    scope = ScopeField(required=True, hidden=True)
     confirm_scope = forms.CharField(
         label="Type the scope to confirm",
         max_length=MAX_SCOPE_TEXT,
         widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false", "autofocus": True}),
     )
     reason = _reason_field("Kept in the audit log and on the receipt. Say why; never paste erased content.")
-
-    def clean_scope(self) -> Scope:
-        scope = clean_scope_text(self.cleaned_data["scope"])
-        if scope is None:
-            raise forms.ValidationError("No scope to erase.")
-        return scope
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -399,10 +364,4 @@ class EraseForm(forms.Form):
 
 
 class SweepForm(forms.Form):
-    scope = forms.CharField(max_length=MAX_SCOPE_TEXT, widget=forms.HiddenInput)
-
-    def clean_scope(self) -> Scope:
-        scope = clean_scope_text(self.cleaned_data["scope"])
-        if scope is None:
-            raise forms.ValidationError("No scope to sweep.")
-        return scope
+    scope = ScopeField(required=True, hidden=True)

@@ -6,13 +6,13 @@ import threading
 
 from django.conf import settings
 
-from memory_admin.store import BaseMemoryStore, open_store
+from memory_admin.store import FullMemoryStore, open_store
 
 _lock = threading.Lock()
-_stores: dict[str, BaseMemoryStore] = {}
+_stores: dict[str, FullMemoryStore] = {}
 
 
-def get_store(url: str | None = None) -> BaseMemoryStore:
+def get_store(url: str | None = None) -> FullMemoryStore:
     """The process-wide store for ``url`` (default: ``settings.MEMORY_STORE_URL``)."""
     url = url or settings.MEMORY_STORE_URL
     with _lock:

@@ -6,6 +6,7 @@ import json
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,10 +26,37 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("django", 
 
 
 def test_the_core_modules_are_found() -> None:
-    assert {"memory_admin.records", "memory_admin.store.sqlite", "memory_admin.conformance.kit"} <= set(CORE_MODULES)
+    assert {
+        "memory_admin.records",
+        "memory_admin.store.sqlite",
+        "memory_admin.conformance.kit",
+        "memory_admin.reports.health",
+        "memory_admin.reports.recall_stats",
+    } <= set(CORE_MODULES)
 
 
 @pytest.mark.parametrize("module", CORE_MODULES)
 def test_importing_a_core_module_never_imports_django(module: str) -> None:
     result = subprocess.run([sys.executable, "-c", PROBE, module], capture_output=True, text=True, check=True)
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+RUN_WITHOUT_DJANGO = """
+import sys, pytest
+code = pytest.main(["-q", "-p", "no:django", "-p", "no:cacheprovider", sys.argv[1]])
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("django", "django_htmx", "whitenoise"))))
+sys.exit(int(code))
+"""
+
+
+def test_the_reports_are_tested_without_django() -> None:
+    """The reports' tests pass with pytest-django switched off, and nothing imports Django."""
+    tests = Path(__file__).parents[1] / "reports"
+    result = subprocess.run(
+        [sys.executable, "-c", "import json\n" + RUN_WITHOUT_DJANGO, str(tests)],
+        capture_output=True,
+        text=True,
+        cwd=tests.parents[1],
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []

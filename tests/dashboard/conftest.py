@@ -17,7 +17,7 @@ from memory_admin.dashboard.demo import DemoClock, demo_start, load_demo
 from memory_admin.dashboard.permissions import add_grants, role_named, set_role
 from memory_admin.records import MemoryRecord
 from memory_admin.scope import parse_scope_text
-from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, RecordListQuery
+from memory_admin.store import AdminMemoryStore, InMemoryMemoryStore, RecordListQuery
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -59,7 +59,7 @@ def client_for(db: None) -> MakeClient:
     return make
 
 
-def find(store: BaseMemoryStore, scope: str, text: str) -> MemoryRecord:
+def find(store: AdminMemoryStore, scope: str, text: str) -> MemoryRecord:
     """The one record under ``scope`` (any state) whose content contains ``text``."""
     query = RecordListQuery.model_validate(
         {

@@ -3,11 +3,8 @@ action, corrupt rows in a real SQLite file, and the pure checks against brute fo
 
 from __future__ import annotations
 
-import itertools
-import random
 import sqlite3
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,18 +12,13 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from memory_admin.dashboard import health
-from memory_admin.dashboard.health import has_usable_provenance, key_conflicts, near_duplicates
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.stores import reset_stores
-from memory_admin.records import MemoryRecord, Provenance
+from memory_admin.reports import health
 from memory_admin.store import InMemoryMemoryStore, SqliteMemoryStore
-from memory_admin.tokenize import tokenize
 from tests.dashboard.conftest import MakeClient, find
 
 pytestmark = pytest.mark.django_db
-
-T0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
 
 
 def health_url(scope: str) -> str:
@@ -162,85 +154,3 @@ def test_a_corrupt_row_is_listed_and_can_be_deleted(
     assert (
         'Rows that fail validation <span class="count">0</span>' in officer.get(health_url("tenant=t")).content.decode()
     )
-
-
-# --- the pure checks ----------------------------------------------------------------------
-
-
-def rec(
-    record_id: str, content: str, *, scope: dict[str, str] | None = None, minutes: int = 0, **fields: object
-) -> MemoryRecord:
-    at = T0 + timedelta(minutes=minutes)
-    return MemoryRecord.model_validate(
-        {
-            "id": record_id,
-            "scope": scope or {"tenant": "t"},
-            "kind": "fact",
-            "content": content,
-            "provenance": {"source": "test"},
-            "created_at": at,
-            "updated_at": at,
-            **fields,
-        }
-    )
-
-
-def test_near_duplicates_in_one_scope_only() -> None:
-    a = rec("a", "The staging cluster is rebuilt every Sunday night.")
-    b = rec("b", "The staging cluster is rebuilt every Sunday night!", minutes=1)
-    c = rec("c", "The staging cluster is rebuilt every Sunday night.", scope={"tenant": "t", "user": "u"})
-    d = rec("d", "The production cluster is never rebuilt.")
-    short = [rec("e", "Yes."), rec("f", "Yes!")]
-    [pair] = near_duplicates([a, b, c, d, *short])
-    assert (pair.older.id, pair.newer.id, pair.percent) == ("a", "b", 100)
-
-
-def jaccard(x: MemoryRecord, y: MemoryRecord) -> float:
-    a, b = set(tokenize(x.content)), set(tokenize(y.content))
-    return len(a & b) / len(a | b)
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_prefix_filtering_finds_what_brute_force_finds(seed: int) -> None:
-    rng = random.Random(seed)
-    words = [f"w{i}" for i in range(25)]
-    records = [
-        rec(f"r{i:03}", " ".join(rng.sample(words, rng.randint(3, 9))), scope={"tenant": rng.choice("ab")}, minutes=i)
-        for i in range(150)
-    ]
-    records += [rec(f"s{i:03}", records[i].content, scope=records[i].scope, minutes=200 + i) for i in range(10)]
-    for threshold in (0.5, 0.8):
-        found = {(p.older.id, p.newer.id) for p in near_duplicates(records, threshold=threshold)}
-        brute = {
-            tuple(sorted((x.id, y.id), key=lambda i: (next(r for r in records if r.id == i).created_at, i)))
-            for x, y in itertools.combinations(records, 2)
-            if x.scope == y.scope and jaccard(x, y) >= threshold
-        }
-        assert found == brute and (threshold < 0.8 or len(found) >= 10)
-
-
-def test_key_conflicts_across_kinds_and_in_one_slot() -> None:
-    live = [
-        rec("a", "Mei prefers vegetarian dinners.", kind="preference", key="diet"),
-        rec("b", "Mei eats vegetarian.", key="diet", minutes=1),
-        rec("c", "Seat 1.", key="seat"),
-        rec("d", "Seat 2.", key="seat", minutes=1),
-        rec("e", "Seat 3.", key="seat", scope={"tenant": "t", "user": "u"}),
-    ]
-    diet, seat = key_conflicts(live)
-    assert (diet.key, diet.same_slot, [r.id for r in diet.records]) == ("diet", False, ["a", "b"])
-    assert (seat.key, seat.same_slot, [r.id for r in seat.records]) == ("seat", True, ["c", "d"])
-
-
-@pytest.mark.parametrize(
-    ("fields", "usable"),
-    [
-        ({"source": "unknown"}, False),
-        ({"source": "N/A", "author": "-"}, False),
-        ({"source": "?", "run_id": "tbd."}, False),
-        ({"source": "unknown", "conversation_id": "c-17"}, True),
-        ({"author": "dana"}, True),
-    ],
-)
-def test_usable_provenance(fields: dict[str, str], usable: bool) -> None:
-    assert has_usable_provenance(Provenance(**fields)) is usable

@@ -8,8 +8,8 @@ from typing import Any
 
 from django import template
 
-from memory_admin.dashboard.timeline import provenance_text
 from memory_admin.records import MemoryRecord, Provenance, utc_now
+from memory_admin.reports.timeline import provenance_text
 from memory_admin.scope import format_scope
 
 register = template.Library()

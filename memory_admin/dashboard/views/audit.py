@@ -4,13 +4,15 @@ confined to their grants. Entries never hold memory content."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from typing import Any
+
+from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.audit import entries_for, visible_entry
 from memory_admin.dashboard.forms import CursorForm
-from memory_admin.dashboard.permissions import Ability, NotVisible, access_for
-from memory_admin.dashboard.views.common import render_region
+from memory_admin.dashboard.permissions import Ability, Access, NotVisible, access_for
+from memory_admin.dashboard.views.common import HtmxHttpRequest, query_page, render_region
 
 LOG = "dashboard/audit.html"
 ENTRY = "dashboard/audit_entry.html"
@@ -18,19 +20,18 @@ PAGE = 50
 
 
 @require_GET
-def audit_log(request: HttpRequest) -> HttpResponse:
-    access = access_for(request)
-    access.require(Ability.CURATE)
-    form = CursorForm(request.GET)
-    if not form.is_valid():
-        return render_region(request, LOG, "log", {"form": form, "access": access}, status=400)
+def audit_log(request: HtmxHttpRequest) -> HttpResponse:
+    access_for(request).require(Ability.CURATE)
+    return query_page(request, CursorForm(request.GET), LOG, "log", _log_context)
+
+
+def _log_context(access: Access, form: CursorForm) -> dict[str, Any]:
     entries, older = entries_for(access, before=form.cleaned_data["before"], limit=PAGE)
-    context = {"access": access, "form": form, "entries": entries, "older": older}
-    return render_region(request, LOG, "log", context)
+    return {"access": access, "entries": entries, "older": older}
 
 
 @require_GET
-def audit_entry(request: HttpRequest, entry_id: int) -> HttpResponse:
+def audit_entry(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
     access = access_for(request)
     access.require(Ability.CURATE)
     entry = visible_entry(access, entry_id)

@@ -1,22 +1,32 @@
-"""What every view shares: the store, and page-or-fragment rendering."""
+"""What every view shares: the request type, the store, and page-or-fragment rendering."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
+from django import forms
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
+from django_htmx.middleware import HtmxDetails
 
+from memory_admin.dashboard.permissions import Access, access_for
 from memory_admin.dashboard.stores import get_store
-from memory_admin.store import BaseMemoryStore, MemoryNeeds, require_memory
+from memory_admin.store import FullMemoryStore, MemoryNeeds, require_memory
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request that went through django-htmx's middleware (every dashboard request)."""
+
+    htmx: HtmxDetails
+
 
 _checked: set[tuple[int, MemoryNeeds]] = set()
 
 
-def _checked_store(needs: MemoryNeeds) -> BaseMemoryStore:
+def _checked_store(needs: MemoryNeeds) -> FullMemoryStore:
     store = get_store()
     if (id(store), needs) not in _checked:
         require_memory(store, needs)
@@ -24,12 +34,12 @@ def _checked_store(needs: MemoryNeeds) -> BaseMemoryStore:
     return store
 
 
-def admin_store() -> BaseMemoryStore:
+def admin_store() -> FullMemoryStore:
     """The configured store, checked once for the admin listing the dashboard needs."""
     return _checked_store(MemoryNeeds(admin=True))
 
 
-def event_store() -> BaseMemoryStore:
+def event_store() -> FullMemoryStore:
     """The configured store, checked once for the event log the recall pages read."""
     return _checked_store(MemoryNeeds(admin=True, events=True))
 
@@ -39,18 +49,37 @@ def page_size() -> int:
 
 
 def render_region(
-    request: HttpRequest, template: str, region: str, context: Mapping[str, Any], *, status: int = 200
+    request: HtmxHttpRequest, template: str, region: str, context: Mapping[str, Any], *, status: int = 200
 ) -> HttpResponse:
     """The whole page, or — for an htmx request — only its ``region`` partial.
 
     One URL serves both, so the response varies on ``HX-Request``.
     """
-    htmx = request.htmx  # type: ignore[attr-defined]
     # htmx restoring a page it no longer holds in its history cache needs the whole page
-    name = f"{template}#{region}" if htmx and not htmx.history_restore_request else template
+    fragment = bool(request.htmx) and not request.htmx.history_restore_request
+    name = f"{template}#{region}" if fragment else template
     response = render(request, name, context, status=status)
     patch_vary_headers(response, ["HX-Request"])
     return response
+
+
+FormT = TypeVar("FormT", bound=forms.Form)
+
+
+def query_page(
+    request: HtmxHttpRequest,
+    form: FormT,
+    template: str,
+    region: str,
+    build: Callable[[Access, FormT], Mapping[str, Any]],
+) -> HttpResponse:
+    """A page whose filters live in its query string (``form``): a bad parameter is a
+    400 that shows the form's errors; otherwise the page shows what ``build`` makes of
+    the user and the valid form."""
+    access = access_for(request)
+    if not form.is_valid():
+        return render_region(request, template, region, {"form": form, "access": access}, status=400)
+    return render_region(request, template, region, {"form": form, **build(access, form)})
 
 
 def see_other(url: str) -> HttpResponseRedirect:

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.forms import Form
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
@@ -19,17 +19,17 @@ from django_htmx.http import push_url, reswap, retarget
 from memory_admin.dashboard import curation
 from memory_admin.dashboard.forms import CorrectForm, InvalidateForm
 from memory_admin.dashboard.permissions import Ability, Access, access_for
-from memory_admin.dashboard.views.common import admin_store, render_region, see_other
+from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, render_region, see_other
 from memory_admin.dashboard.views.records import record_context
 from memory_admin.records import MAX_REASON_CHARS, MemoryRecord
 from memory_admin.scope import format_scope
-from memory_admin.store import BaseMemoryStore
+from memory_admin.store import AdminMemoryStore, FullMemoryStore, MemoryStore
 
 INVALIDATE = "dashboard/record_invalidate.html"
 CORRECT = "dashboard/record_correct.html"
 
 
-def _curatable(request: HttpRequest, record_id: str) -> tuple[Access, BaseMemoryStore, MemoryRecord]:
+def _curatable(request: HtmxHttpRequest, record_id: str) -> tuple[Access, FullMemoryStore, MemoryRecord]:
     access = access_for(request)
     access.require(Ability.CURATE)  # the role first: a refusal says nothing about the record
     store = admin_store()
@@ -37,14 +37,14 @@ def _curatable(request: HttpRequest, record_id: str) -> tuple[Access, BaseMemory
 
 
 @require_GET
-def invalidate_form(request: HttpRequest, record_id: str) -> HttpResponse:
+def invalidate_form(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     access, _store, record = _curatable(request, record_id)
     form = InvalidateForm(initial={"reason": request.GET.get("reason", "")[:MAX_REASON_CHARS]})
     return _form_page(request, INVALIDATE, access, record, form)
 
 
 @require_POST
-def invalidate(request: HttpRequest, record_id: str) -> HttpResponse:
+def invalidate(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     access, store, record = _curatable(request, record_id)
     form = InvalidateForm(request.POST)
     if form.is_valid() and record.invalid_at is not None:
@@ -58,14 +58,14 @@ def invalidate(request: HttpRequest, record_id: str) -> HttpResponse:
 
 
 @require_GET
-def correct_form(request: HttpRequest, record_id: str) -> HttpResponse:
+def correct_form(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     access, store, record = _curatable(request, record_id)
     form = _correct_form(store, record, initial={"content": record.content})
     return _form_page(request, CORRECT, access, record, form)
 
 
 @require_POST
-def correct(request: HttpRequest, record_id: str) -> HttpResponse:
+def correct(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     access, store, record = _curatable(request, record_id)
     form = _correct_form(store, record, data=request.POST)
     if form.is_valid() and not record.is_valid:
@@ -84,14 +84,14 @@ def correct(request: HttpRequest, record_id: str) -> HttpResponse:
     )
 
 
-def _correct_form(store: BaseMemoryStore, record: MemoryRecord, **kwargs: Any) -> CorrectForm:
+def _correct_form(store: MemoryStore, record: MemoryRecord, **kwargs: Any) -> CorrectForm:
     return CorrectForm(current=record.content, max_chars=store.capabilities().max_content_chars, **kwargs)
 
 
 def _form_page(
-    request: HttpRequest, template: str, access: Access, record: MemoryRecord, form: Form, *, status: int = 200
+    request: HtmxHttpRequest, template: str, access: Access, record: MemoryRecord, form: Form, *, status: int = 200
 ) -> HttpResponse:
-    htmx = bool(request.htmx)  # type: ignore[attr-defined]
+    htmx = bool(request.htmx)
     context = {
         "access": access,
         "record": record,
@@ -106,9 +106,11 @@ def _form_page(
     return response
 
 
-def _done(request: HttpRequest, store: BaseMemoryStore, access: Access, record_id: str, notice: str) -> HttpResponse:
+def _done(
+    request: HtmxHttpRequest, store: AdminMemoryStore, access: Access, record_id: str, notice: str
+) -> HttpResponse:
     url = reverse("dashboard:record", args=[record_id])
-    if not request.htmx:  # type: ignore[attr-defined]
+    if not request.htmx:
         messages.success(request, notice)
         return see_other(url)
     record = access.visible_record(store.get(record_id), record_id)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.audit import describe, finish, start
@@ -18,11 +18,12 @@ from memory_admin.dashboard.errors import ErrorPage, render_error
 from memory_admin.dashboard.export import csv_chunks, jsonl_chunks
 from memory_admin.dashboard.forms import BrowseForm
 from memory_admin.dashboard.models import AuditEntry
-from memory_admin.dashboard.permissions import Access, AmbiguousScope, access_for
-from memory_admin.dashboard.views.browse import scope_choices
-from memory_admin.dashboard.views.common import admin_store
+from memory_admin.dashboard.permissions import Access, access_for
+from memory_admin.dashboard.scopes import PickScope, resolve_scope
+from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.scope import Scope, format_scope
+from memory_admin.store import AdminMemoryStore
 
 EXPORT_PAGE = 500
 FORMATS: dict[str, tuple[str, Callable[[Iterable[MemoryRecord]], Iterator[str]]]] = {
@@ -32,16 +33,16 @@ FORMATS: dict[str, tuple[str, Callable[[Iterable[MemoryRecord]], Iterator[str]]]
 
 
 @require_GET
-def export_jsonl(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+def export_jsonl(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
     return export(request, "jsonl")
 
 
 @require_GET
-def export_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+def export_csv(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
     return export(request, "csv")
 
 
-def export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
+def export(request: HtmxHttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
     access = access_for(request)
     form = BrowseForm(request.GET)
     if not form.is_valid():
@@ -50,10 +51,10 @@ def export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpRespon
             request, ErrorPage(400, "That export is not valid", problems, "Fix the filters and export again.")
         )
     filters = form.filters()
-    scope = _export_scope(access, filters.scope)
+    store = admin_store()
+    scope = _export_scope(store, access, filters.scope)
     if isinstance(scope, ErrorPage):
         return render_error(request, scope)
-    store = admin_store()
     # every page, from the first: a cursor in the URL only says where the browser was
     query = filters.list_query(scope, EXPORT_PAGE).model_copy(update={"cursor": None})
     records = (r for r in store.iter_records(query, page_size=EXPORT_PAGE) if access.allows(r.scope))
@@ -69,17 +70,14 @@ def export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpRespon
     return response
 
 
-def _export_scope(access: Access, requested: Scope | None) -> Scope | ErrorPage:
-    if requested is None:
-        choices = scope_choices(admin_store(), access) if access.sees_anything else []
-        if len(choices) != 1:
-            return ErrorPage(400, "Pick a scope to export", "An export is always of one scope: add ?scope=tenant=… .")
-        requested = choices[0].scope
-    try:
-        return access.resolve(requested).scope
-    except AmbiguousScope as exc:
-        options = ", ".join(format_scope(s) for s in exc.options)
-        return ErrorPage(400, "That scope spans several of your grants", f"Export one of: {options}.")
+def _export_scope(store: AdminMemoryStore, access: Access, requested: Scope | None) -> Scope | ErrorPage:
+    resolution = resolve_scope(store, access, requested)
+    if not isinstance(resolution, PickScope):
+        return resolution.scope
+    if not resolution.ambiguous:
+        return ErrorPage(400, "Pick a scope to export", "An export is always of one scope: add ?scope=tenant=… .")
+    options = ", ".join(choice.scope_text for choice in resolution.choices)
+    return ErrorPage(400, "That scope spans several of your grants", f"Export one of: {options}.")
 
 
 def _counted(entry: AuditEntry, records: Iterator[MemoryRecord]) -> Iterator[MemoryRecord]:

@@ -6,35 +6,29 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.dashboard import curation
 from memory_admin.dashboard.forms import ScopeForm, SweepForm
-from memory_admin.dashboard.health import build_health
 from memory_admin.dashboard.permissions import Ability, Access, access_for
-from memory_admin.dashboard.views.browse import PickScope, resolve_scope
-from memory_admin.dashboard.views.common import admin_store, render_region, see_other
+from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
+from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, query_page, see_other
 from memory_admin.records import utc_now
-from memory_admin.scope import Scope, format_scope
-from memory_admin.store import BaseMemoryStore
+from memory_admin.reports.health import build_health
+from memory_admin.scope import format_scope
 
 TEMPLATE = "dashboard/health.html"
 
 
 @require_GET
-def health(request: HttpRequest) -> HttpResponse:
-    access = access_for(request)
-    form = ScopeForm(request.GET)
-    if not form.is_valid():
-        return render_region(request, TEMPLATE, "health", {"form": form, "access": access}, status=400)
-    context = health_context(admin_store(), access, form.cleaned_data["scope"])
-    return render_region(request, TEMPLATE, "health", {"form": form, **context})
+def health(request: HtmxHttpRequest) -> HttpResponse:
+    return query_page(request, ScopeForm(request.GET), TEMPLATE, "health", health_context)
 
 
-def health_context(store: BaseMemoryStore, access: Access, requested: Scope | None) -> dict[str, Any]:
+def health_context(access: Access, form: ScopeForm) -> dict[str, Any]:
     context: dict[str, Any] = {
         "access": access,
         "can_curate": access.can(Ability.CURATE),
@@ -42,21 +36,16 @@ def health_context(store: BaseMemoryStore, access: Access, requested: Scope | No
     }
     if not access.sees_anything:
         return context
-    resolution = resolve_scope(store, access, requested)
+    store = admin_store()
+    resolution = resolve_scope(store, access, form.cleaned_data["scope"])
+    context.update(scope_context(resolution))
     if isinstance(resolution, PickScope):
-        return {**context, **resolution.context()}
-    report = build_health(store, resolution.scope, utc_now(), visible=access.allows)
-    return {
-        **context,
-        "scope": resolution.scope,
-        "scope_text": format_scope(resolution.scope),
-        "narrowed_by": format_scope(resolution.narrowed_by) if resolution.narrowed_by else None,
-        "report": report,
-    }
+        return context
+    return {**context, "report": build_health(store, resolution.scope, utc_now(), visible=access.allows)}
 
 
 @require_POST
-def sweep(request: HttpRequest) -> HttpResponse:
+def sweep(request: HtmxHttpRequest) -> HttpResponse:
     access = access_for(request)
     access.require(Ability.FORGET)
     form = SweepForm(request.POST)

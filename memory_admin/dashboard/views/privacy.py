@@ -9,10 +9,11 @@ never narrowed or widened to fit a grant.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -20,11 +21,11 @@ from django.views.decorators.http import require_GET, require_POST
 from memory_admin.dashboard import curation
 from memory_admin.dashboard.forms import DeleteForm, EraseForm, ScopeForm
 from memory_admin.dashboard.permissions import Ability, Access, NotVisible, access_for
-from memory_admin.dashboard.views.common import admin_store, see_other
+from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, see_other
 from memory_admin.errors import MemoryCorruptionError
 from memory_admin.records import MemoryRecord
 from memory_admin.scope import Scope, format_scope
-from memory_admin.store import BaseMemoryStore, ErasureReport
+from memory_admin.store import ErasureReport, FullMemoryStore
 
 DELETE = "dashboard/record_delete.html"
 ERASE_PREVIEW = "dashboard/erase_preview.html"
@@ -34,49 +35,61 @@ ERASE_CONFIRM = "dashboard/erase_confirm.html"
 # --- delete one record --------------------------------------------------------------------
 
 
-def _deletable(request: HttpRequest, record_id: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Deletable:
+    """A record about to be deleted: readable, or a corrupt row (``corrupt``) whose
+    scope the error carries."""
+
+    access: Access
+    store: FullMemoryStore
+    record_id: str
+    scope: Scope
+    record: MemoryRecord | None = None
+    corrupt: MemoryCorruptionError | None = None
+
+
+def _deletable(request: HtmxHttpRequest, record_id: str) -> _Deletable:
     """What the delete page and endpoint need; a corrupt row can be deleted too (it is
-    the repair the corruption page suggests), its scope read from the raw row."""
+    the repair the corruption page suggests), its scope read from the error."""
     access = access_for(request)
     access.require(Ability.FORGET)
     store = admin_store()
     try:
         record = access.visible_record(store.get(record_id), record_id)
     except MemoryCorruptionError as exc:
-        scope = exc.scope
-        if scope is None or not access.allows(scope):
+        if exc.scope is None or not access.allows(exc.scope):
             raise NotVisible(f"Memory record {record_id}") from None
-        return {"access": access, "store": store, "record_id": record_id, "scope": scope, "corrupt": exc}
-    return {"access": access, "store": store, "record_id": record.id, "scope": record.scope, "record": record}
+        return _Deletable(access, store, record_id, exc.scope, corrupt=exc)
+    return _Deletable(access, store, record.id, record.scope, record=record)
 
 
 @require_GET
-def delete_form(request: HttpRequest, record_id: str) -> HttpResponse:
+def delete_form(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     target = _deletable(request, record_id)
     return _delete_page(request, target, DeleteForm(record_id=record_id))
 
 
 @require_POST
-def delete(request: HttpRequest, record_id: str) -> HttpResponse:
+def delete(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     target = _deletable(request, record_id)
     form = DeleteForm(request.POST, record_id=record_id)
     if not form.is_valid():
         return _delete_page(request, target, form, status=400)
-    entry = curation.delete_record(
-        target["store"], target["access"], record_id, target["scope"], form.cleaned_data["reason"]
-    )
+    entry = curation.delete_record(target.store, target.access, record_id, target.scope, form.cleaned_data["reason"])
     messages.success(request, f"Record {record_id} was deleted. This is the receipt.")
     return see_other(reverse("dashboard:audit_entry", args=[entry.pk]))
 
 
-def _delete_page(request: HttpRequest, target: dict[str, Any], form: DeleteForm, *, status: int = 200) -> HttpResponse:
-    record: MemoryRecord | None = target.get("record")
-    store: BaseMemoryStore = target["store"]
+def _delete_page(request: HtmxHttpRequest, target: _Deletable, form: DeleteForm, *, status: int = 200) -> HttpResponse:
     context = {
-        **target,
+        "access": target.access,
+        "record_id": target.record_id,
+        "scope": target.scope,
+        "record": target.record,
+        "corrupt": target.corrupt,
         "form": form,
-        "scope_text": format_scope(target["scope"]),
-        "chain": store.chain(record.id) if record is not None else [],
+        "scope_text": format_scope(target.scope),
+        "chain": target.store.chain(target.record.id) if target.record is not None else [],
     }
     return render(request, DELETE, context, status=status)
 
@@ -84,30 +97,34 @@ def _delete_page(request: HttpRequest, target: dict[str, Any], form: DeleteForm,
 # --- erase a scope ------------------------------------------------------------------------
 
 
-@require_GET
-def erase_preview(request: HttpRequest) -> HttpResponse:
+def _scope_to_erase(request: HtmxHttpRequest) -> tuple[Access, ScopeForm, Scope | None]:
+    """The privacy officer, and the scope the query string names (``None`` when it names
+    none or a malformed one: the form says which)."""
     access = access_for(request)
     access.require(Ability.FORGET)
     form = ScopeForm(request.GET)
-    if not form.is_valid() or form.cleaned_data["scope"] is None:
+    return access, form, form.cleaned_data["scope"] if form.is_valid() else None
+
+
+@require_GET
+def erase_preview(request: HtmxHttpRequest) -> HttpResponse:
+    access, form, scope = _scope_to_erase(request)
+    if scope is None:
         return render(request, ERASE_PREVIEW, {"access": access, "form": form}, status=400 if form.errors else 200)
-    return render(request, ERASE_PREVIEW, _erase_context(access, form.cleaned_data["scope"]))
+    return render(request, ERASE_PREVIEW, _erase_context(access, scope))
 
 
 @require_GET
-def erase_confirm(request: HttpRequest) -> HttpResponse:
-    access = access_for(request)
-    access.require(Ability.FORGET)
-    form = ScopeForm(request.GET)
-    if not form.is_valid() or form.cleaned_data["scope"] is None:
+def erase_confirm(request: HtmxHttpRequest) -> HttpResponse:
+    access, _form, scope = _scope_to_erase(request)
+    if scope is None:
         return see_other(reverse("dashboard:erase"))
-    scope = form.cleaned_data["scope"]
     erase = EraseForm(initial={"scope": format_scope(scope)})
     return render(request, ERASE_CONFIRM, {**_erase_context(access, scope), "form": erase})
 
 
 @require_POST
-def erase(request: HttpRequest) -> HttpResponse:
+def erase(request: HtmxHttpRequest) -> HttpResponse:
     access = access_for(request)
     access.require(Ability.FORGET)
     form = EraseForm(request.POST)

@@ -10,27 +10,21 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.forms import PreviewForm, RecallForm
-from memory_admin.dashboard.permissions import Access, AmbiguousScope, NotVisible, access_for
-from memory_admin.dashboard.recall_stats import read_recall_events, summarize
-from memory_admin.dashboard.recall_view import (
-    block_entries,
-    deferred_entries,
-    redact_block,
-    tier_summary,
-    tiers_in_order,
-)
-from memory_admin.dashboard.views.browse import PickScope, ScopeChoice, resolve_scope, scope_choices
-from memory_admin.dashboard.views.common import event_store, render_region
+from memory_admin.dashboard.permissions import Access, NotVisible, access_for
+from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
+from memory_admin.dashboard.views.common import HtmxHttpRequest, event_store, query_page, render_region
 from memory_admin.errors import MemoryValidationError
-from memory_admin.events import AnyEvent, EventQuery, MemoryRecallEvent, StoredEvent
+from memory_admin.events import AnyEvent, MemoryRecallEvent
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, assemble_recall
 from memory_admin.records import utc_now
+from memory_admin.reports.recall_entries import account_recall, redact_block
+from memory_admin.reports.recall_stats import MAX_EVENTS, EventScan, read_recall_events, summarize
 from memory_admin.scope import Scope, format_scope
-from memory_admin.store import BaseMemoryStore
+from memory_admin.store import AdminMemoryStore, EventLogStore
 
 OVERVIEW = "dashboard/recall.html"
 EVENT = "dashboard/recall_event.html"
@@ -40,32 +34,22 @@ PRESETS = (("24 hours", timedelta(hours=24)), ("7 days", timedelta(days=7)), ("3
 
 
 @require_GET
-def recall_overview(request: HttpRequest) -> HttpResponse:
-    access = access_for(request)
-    form = RecallForm(request.GET)
-    if not form.is_valid():
-        return render_region(request, OVERVIEW, "recall", {"form": form, "access": access}, status=400)
-    context = recall_context(event_store(), access, form.cleaned_data, request.GET)
-    return render_region(request, OVERVIEW, "recall", {"form": form, **context})
+def recall_overview(request: HtmxHttpRequest) -> HttpResponse:
+    return query_page(request, RecallForm(request.GET), OVERVIEW, "recall", recall_context)
 
 
-def chosen_scope(store: BaseMemoryStore, access: Access, requested: Scope | None) -> Scope | PickScope | None:
-    """The scope to read events under (``None``: every tenant, for admins who asked for
-    none), narrowed to the grants — or the choices to offer."""
-    if requested is None and access.all_tenants:
-        return None
-    resolution = resolve_scope(store, access, requested)
-    return resolution if isinstance(resolution, PickScope) else resolution.scope
-
-
-def recall_context(store: BaseMemoryStore, access: Access, data: dict[str, Any], params: QueryDict) -> dict[str, Any]:
+def recall_context(access: Access, form: RecallForm) -> dict[str, Any]:
     context: dict[str, Any] = {"access": access}
     if not access.sees_anything:
         return context
-    scope = chosen_scope(store, access, data["scope"])
-    if isinstance(scope, PickScope):
-        return {**context, **scope.context()}
-    scan = read_recall_events(store, scope=scope, agent=data["agent"], since=data["since"], until=data["until"])
+    store, data, params = event_store(), form.cleaned_data, form.params
+    scope: Scope | None = None  # an admin who asked for no scope reads every tenant's events
+    if data["scope"] is not None or not access.all_tenants:
+        resolution = resolve_scope(store, access, data["scope"])
+        if isinstance(resolution, PickScope):
+            return {**context, **scope_context(resolution)}
+        scope = resolution.scope
+    scan = _scan(store, scope, data)
     visible = [stored for stored in scan.events if access.allows(stored.event.scope)]
     series = summarize(
         [s.event for s in visible if isinstance(s.event, MemoryRecallEvent)],
@@ -73,9 +57,10 @@ def recall_context(store: BaseMemoryStore, access: Access, data: dict[str, Any],
         until=data["until"],
         bucket=data["bucket"] or None,
     )
+    if data["before"]:  # an older page of the table: read from there, the graphs stay as they are
+        page = _scan(store, scope, data, limit=TABLE_SIZE + 1, before=data["before"]).events
+        visible = [stored for stored in page if access.allows(stored.event.scope)]
     table, older = visible[:TABLE_SIZE], (visible[TABLE_SIZE - 1].id if len(visible) > TABLE_SIZE else None)
-    if data["before"]:
-        table, older = _older_events(store, access, scope, data)
     now = utc_now()
     return {
         **context,
@@ -92,20 +77,18 @@ def recall_context(store: BaseMemoryStore, access: Access, data: dict[str, Any],
     }
 
 
-def _older_events(
-    store: BaseMemoryStore, access: Access, scope: Scope | None, data: dict[str, Any]
-) -> tuple[list[StoredEvent], int | None]:
-    query = EventQuery(
-        types=("agent.memory.recall",),
-        scope=scope,
-        agent=data["agent"],
-        since=data["since"],
-        until=data["until"],
-        before_id=data["before"],
-        limit=TABLE_SIZE + 1,
+def _scan(
+    store: EventLogStore,
+    scope: Scope | None,
+    data: dict[str, Any],
+    *,
+    limit: int = MAX_EVENTS,
+    before: int | None = None,
+) -> EventScan:
+    """The recall events the form's filters select."""
+    return read_recall_events(
+        store, scope=scope, agent=data["agent"], since=data["since"], until=data["until"], limit=limit, before=before
     )
-    page = [stored for stored in store.query_events(query) if access.allows(stored.event.scope)]
-    return page[:TABLE_SIZE], (page[TABLE_SIZE - 1].id if len(page) > TABLE_SIZE else None)
 
 
 def _with(params: QueryDict, **changes: str | None) -> str:
@@ -120,7 +103,7 @@ def _with(params: QueryDict, **changes: str | None) -> str:
 
 
 @require_GET
-def recall_event(request: HttpRequest, event_id: int) -> HttpResponse:
+def recall_event(request: HtmxHttpRequest, event_id: int) -> HttpResponse:
     access = access_for(request)
     store = event_store()
     stored = store.get_event(event_id)
@@ -132,11 +115,7 @@ def recall_event(request: HttpRequest, event_id: int) -> HttpResponse:
         "stored": stored,
         "event": event,
         "scope_text": format_scope(event.scope),
-        "entries": block_entries(store, access.allows, event.record_ids, tiers_in_order(event.tiers)),
-        "deferred": deferred_entries(store, access.allows, event.deferred_ids, event.deferred_reasons),
-        "fill_percent": round(100 * event.chars / event.budget_chars) if event.budget_chars else 0,
-        "tiers": tier_summary(event.tiers),
-        "profile_chars": int(event.budget_chars * DEFAULT_PROFILE_BUDGET_RATIO),
+        "account": account_recall(store, access.allows, event),
         "replay": {
             "scope": format_scope(event.scope),
             "agent": event.agent or "",
@@ -147,7 +126,7 @@ def recall_event(request: HttpRequest, event_id: int) -> HttpResponse:
 
 
 @require_GET
-def recall_preview(request: HttpRequest) -> HttpResponse:
+def recall_preview(request: HtmxHttpRequest) -> HttpResponse:
     access = access_for(request)
     form = PreviewForm(request.GET)
     context: dict[str, Any] = {"access": access, "form": form}
@@ -158,16 +137,14 @@ def recall_preview(request: HttpRequest) -> HttpResponse:
     return render_region(request, PREVIEW, "preview", context, status=400 if form.errors else 200)
 
 
-def preview_context(store: BaseMemoryStore, access: Access, form: PreviewForm) -> dict[str, Any]:
+def preview_context(store: AdminMemoryStore, access: Access, form: PreviewForm) -> dict[str, Any]:
     """The preview's block and report, or the scopes to pick from; a recall option the
     library refuses becomes a form error."""
     data = form.cleaned_data
-    if data["scope"] is None:
-        return {"choices": scope_choices(store, access)}
-    try:
-        scope = access.resolve(data["scope"]).scope
-    except AmbiguousScope as exc:
-        return {"choices": [ScopeChoice(s) for s in exc.options], "ambiguous": True}
+    resolution = resolve_scope(store, access, data["scope"], take_only_choice=False)
+    if isinstance(resolution, PickScope):
+        return scope_context(resolution)
+    scope = resolution.scope
     caught: list[AnyEvent] = []
     try:
         result = assemble_recall(
@@ -183,18 +160,12 @@ def preview_context(store: BaseMemoryStore, access: Access, form: PreviewForm) -
     except MemoryValidationError as exc:
         form.add_error(None, exc.message)
         return {}
-    report = result.report
-    tiers = {str(tier): n for tier, n in report.tiers.items()}
     block, hidden = redact_block(result.block, result.records, access.allows)
     return {
-        "scope": scope,
-        "scope_text": format_scope(scope),
+        **scope_context(resolution),
         "result": result,
-        "report": report,
+        "report": result.report,
         "recall_block": block,  # not "block": templates reserve that name
         "hidden": hidden,
-        "tiers": tier_summary(tiers),
-        "entries": block_entries(store, access.allows, report.record_ids, tiers_in_order(tiers)),
-        "deferred": deferred_entries(store, access.allows, report.deferred_ids, dict(report.deferred_reasons)),
-        "fill_percent": round(100 * report.chars / report.budget_chars),
+        "account": account_recall(store, access.allows, result.report),
     }

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory_admin.dashboard.stores import get_store
 from memory_admin.errors import MemoryStoreError
-from memory_admin.store import BaseMemoryStore
+from memory_admin.store import MemoryStore
 from memory_admin.store.transfer import store_location
 
 
@@ -46,7 +46,7 @@ class Command(BaseCommand):
         target = store_location(options["store"]) if options["store"] else "the default store"
         self.stdout.write(self.style.SUCCESS(f"Imported {written} records into {target}."))
 
-    def _import(self, store: BaseMemoryStore, source: Iterable[str], batch_size: int, observed_at: str | None) -> int:
+    def _import(self, store: MemoryStore, source: Iterable[str], batch_size: int, observed_at: str | None) -> int:
         batch: list[dict[str, Any]] = []
         written = 0
         for number, line in enumerate(source, start=1):
@@ -63,7 +63,7 @@ class Command(BaseCommand):
                 written += self._flush(store, batch, number)
         return written + self._flush(store, batch, None)
 
-    def _flush(self, store: BaseMemoryStore, batch: list[dict[str, Any]], line: int | None) -> int:
+    def _flush(self, store: MemoryStore, batch: list[dict[str, Any]], line: int | None) -> int:
         if not batch:
             return 0
         try:

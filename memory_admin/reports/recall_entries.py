@@ -1,5 +1,6 @@
 """One recall, entry by entry: what went into the block, in which tier, and what was
-deferred and why — for the event drill-down and the preview (no Django here)."""
+deferred and why — for an event's drill-down and for a preview (:func:`account_recall`),
+plus the redaction a reader with partial grants needs (:func:`redact_block`)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from memory_admin.errors import MemoryCorruptionError
-from memory_admin.recall import TIERS, entry_chars, render_entry
+from memory_admin.events import MemoryRecallEvent
+from memory_admin.recall import TIERS, RecallReport, entry_chars, profile_slice_chars, render_entry
 from memory_admin.records import MemoryRecord
 from memory_admin.scope import Scope
-from memory_admin.store import BaseMemoryStore
+from memory_admin.store.protocol import MemoryStore
 
 REASONS = {
     "profile_slice": "the profile slice was full: profile records are placed newest first into their own share "
@@ -50,7 +52,7 @@ def tiers_in_order(counts: Mapping[str, int]) -> list[str]:
     return [tier for tier in TIERS for _ in range(counts.get(tier, 0))]
 
 
-def _load(store: BaseMemoryStore, record_id: str, allows: Callable[[Scope], bool]) -> tuple[MemoryRecord | None, bool]:
+def _load(store: MemoryStore, record_id: str, allows: Callable[[Scope], bool]) -> tuple[MemoryRecord | None, bool]:
     try:
         record = store.get(record_id)
     except MemoryCorruptionError:
@@ -59,7 +61,7 @@ def _load(store: BaseMemoryStore, record_id: str, allows: Callable[[Scope], bool
 
 
 def block_entries(
-    store: BaseMemoryStore, allows: Callable[[Scope], bool], record_ids: Sequence[str], tiers: Sequence[str]
+    store: MemoryStore, allows: Callable[[Scope], bool], record_ids: Sequence[str], tiers: Sequence[str]
 ) -> list[Entry]:
     entries = []
     for index, record_id in enumerate(record_ids):
@@ -70,7 +72,7 @@ def block_entries(
 
 
 def deferred_entries(
-    store: BaseMemoryStore, allows: Callable[[Scope], bool], record_ids: Sequence[str], reasons: Mapping[str, str]
+    store: MemoryStore, allows: Callable[[Scope], bool], record_ids: Sequence[str], reasons: Mapping[str, str]
 ) -> list[Entry]:
     entries = []
     for record_id in record_ids:
@@ -90,3 +92,35 @@ def redact_block(block: str, records: Sequence[MemoryRecord], allows: Callable[[
             block = block.replace(line, HIDDEN_ENTRY.format(chars=len(line)), 1)
             hidden += 1
     return block, hidden
+
+
+@dataclass(frozen=True)
+class RecallAccount:
+    """One recall's accounting: its entries in block order (with their tiers), the
+    deferred records (with their reasons), the tier summary and how full the block was."""
+
+    entries: list[Entry]
+    deferred: list[Entry]
+    tiers: str
+    fill_percent: int
+    profile_chars: int
+    """The profile slice: the report's own, or for an event (which does not record the
+    ratio) the slice at the default ratio."""
+
+
+def account_recall(
+    store: MemoryStore, allows: Callable[[Scope], bool], recall: MemoryRecallEvent | RecallReport
+) -> RecallAccount:
+    """The accounting of a logged recall event or of a freshly assembled report; records
+    that ``allows`` refuses, or that are gone, are shown by id only."""
+    tiers = {str(tier): count for tier, count in recall.tiers.items()}
+    profile_chars = (
+        recall.profile_budget_chars if isinstance(recall, RecallReport) else profile_slice_chars(recall.budget_chars)
+    )
+    return RecallAccount(
+        entries=block_entries(store, allows, recall.record_ids, tiers_in_order(tiers)),
+        deferred=deferred_entries(store, allows, recall.deferred_ids, recall.deferred_reasons),
+        tiers=tier_summary(tiers),
+        fill_percent=round(100 * recall.chars / recall.budget_chars) if recall.budget_chars else 0,
+        profile_chars=profile_chars,
+    )

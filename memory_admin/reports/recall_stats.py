@@ -1,6 +1,6 @@
 """Recall events over time: the numbers behind the recall page's graphs and its table.
 
-No Django here. :func:`read_recall_events` pages through the store's event log (newest
+:func:`read_recall_events` pages through the store's event log (newest
 first, bounded); :func:`summarize` puts the events into time buckets — recalls, records
 injected, characters against the budget, truncation — filling empty buckets so a gap
 in traffic shows as a gap.
@@ -15,7 +15,7 @@ from typing import Any
 
 from memory_admin.events import EventQuery, MemoryRecallEvent, StoredEvent
 from memory_admin.scope import Scope
-from memory_admin.store import BaseMemoryStore
+from memory_admin.store.protocol import EventLogStore
 
 RECALL = "agent.memory.recall"
 MAX_EVENTS = 20_000
@@ -48,18 +48,19 @@ class EventScan:
 
 
 def read_recall_events(
-    store: BaseMemoryStore,
+    store: EventLogStore,
     *,
     scope: Scope | None,
     agent: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int = MAX_EVENTS,
+    before: int | None = None,
 ) -> EventScan:
-    """Recall events under ``scope`` (all when ``None``), newest first, at most ``limit``.
-    Previews are never included: they are kept out of the production graphs."""
+    """Recall events under ``scope`` (all when ``None``), newest first, at most ``limit``,
+    older than the event id ``before`` when given. Previews are never included: they
+    are kept out of the production graphs."""
     found: list[StoredEvent] = []
-    before: int | None = None
     while len(found) < limit:
         page_size = min(EVENT_PAGE, limit - len(found))
         query = EventQuery(

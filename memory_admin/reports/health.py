@@ -1,7 +1,7 @@
 """The gardening report for one scope: what a curator should look at, found with
 bounded work so the page stays fast on a big store.
 
-No Django here. Each check reads at most a fixed number of rows or events and says
+Each check reads at most a fixed number of rows or events and says
 how many it checked out of how many there are:
 
 - **near-duplicates** — live records in the same scope whose word sets (the store's
@@ -12,8 +12,8 @@ how many it checked out of how many there are:
 - **expired, not yet swept** — what :meth:`sweep_expired` would delete;
 - **never recalled** — live records no recall event of the tenant ever injected;
 - **profile overflow** — scopes whose profile records overflow the recall profile
-  slice, so every recall there is truncated (:mod:`memory_admin.dashboard.recall_budget`,
-  which uses recall's own entry rendering);
+  slice, so every recall there is truncated (:mod:`memory_admin.reports.profile_slice`,
+  which replays recall's own placement);
 - **no usable provenance** — every provenance field is a placeholder ("unknown", "-");
 - **corrupt rows** — rows that no longer validate (:meth:`find_corrupt`).
 """
@@ -28,14 +28,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from memory_admin.dashboard.recall_budget import ProfileSlice, profile_slice
-from memory_admin.dashboard.recall_stats import read_recall_events
 from memory_admin.errors import CapabilityError, MemoryCorruptionError
 from memory_admin.recall import entry_chars
 from memory_admin.records import MemoryRecord, Provenance
+from memory_admin.reports.profile_slice import ProfileSlice, profile_slice
+from memory_admin.reports.recall_stats import read_recall_events
 from memory_admin.scope import TENANT_KEY, Scope, format_scope, scope_json
-from memory_admin.store import BaseMemoryStore, RecordListQuery, ScopeCounts
-from memory_admin.store.protocol import CorruptRecord
+from memory_admin.store.protocol import AdminMemoryStore, CorruptRecord, EventLogStore, RecordListQuery, ScopeCounts
 from memory_admin.tokenize import tokenize
 
 LIVE_SCAN = 5_000  # live records read for the record checks, newest first
@@ -233,10 +232,11 @@ def _take(items: Iterator[T], limit: int) -> list[T]:
 
 
 def build_health(
-    store: BaseMemoryStore, scope: Scope, now: datetime, *, visible: Callable[[Scope], bool]
+    store: AdminMemoryStore, scope: Scope, now: datetime, *, visible: Callable[[Scope], bool]
 ) -> HealthReport:
     """The gardening report for ``scope``; ``visible`` says which record scopes the
-    reader may see (records outside it are neither listed nor counted)."""
+    reader may see (records outside it are neither listed nor counted). The
+    never-recalled check reads the event log when the store keeps one."""
     report = HealthReport(scope=scope, counts=store.count_records(scope), now=now)
     live = _live_records(store, report, visible)
     report.duplicates = near_duplicates(live)[:SHOWN]
@@ -249,7 +249,9 @@ def build_health(
     return report
 
 
-def _live_records(store: BaseMemoryStore, report: HealthReport, visible: Callable[[Scope], bool]) -> list[MemoryRecord]:
+def _live_records(
+    store: AdminMemoryStore, report: HealthReport, visible: Callable[[Scope], bool]
+) -> list[MemoryRecord]:
     report.live.of = report.counts.live
     try:
         records = _take(store.iter_records(_listing(report.scope), page_size=PAGE), LIVE_SCAN)
@@ -261,7 +263,7 @@ def _live_records(store: BaseMemoryStore, report: HealthReport, visible: Callabl
     return [record for record in records if visible(record.scope)]
 
 
-def _expired(store: BaseMemoryStore, report: HealthReport, visible: Callable[[Scope], bool]) -> None:
+def _expired(store: AdminMemoryStore, report: HealthReport, visible: Callable[[Scope], bool]) -> None:
     check = report.expired_check
     check.of = report.counts.total
     if not report.counts.expired:
@@ -276,9 +278,9 @@ def _expired(store: BaseMemoryStore, report: HealthReport, visible: Callable[[Sc
     report.expired = [r for r in records if r.is_expired(report.now) and visible(r.scope)][:SHOWN]
 
 
-def _never_recalled(store: BaseMemoryStore, report: HealthReport, live: list[MemoryRecord]) -> None:
+def _never_recalled(store: AdminMemoryStore, report: HealthReport, live: list[MemoryRecord]) -> None:
     check = report.recall_check
-    if not store.capabilities().events:
+    if not store.capabilities().events or not isinstance(store, EventLogStore):
         check.problem = "this store keeps no event log"
         return
     # a record can be recalled from any scope of its tenant (visible match reads upwards)
@@ -296,7 +298,7 @@ def _never_recalled(store: BaseMemoryStore, report: HealthReport, live: list[Mem
     report.never_recalled = never[:SHOWN]
 
 
-def _profiles(store: BaseMemoryStore, report: HealthReport, visible: Callable[[Scope], bool]) -> None:
+def _profiles(store: AdminMemoryStore, report: HealthReport, visible: Callable[[Scope], bool]) -> None:
     """Replay the profile slice for every scope holding profile records under the report's
     scope. Recall reads a scope's own records and those shared above it (visible
     match); both sets come from two listings, and each scope's tier is picked from
@@ -347,7 +349,7 @@ def _ancestors(scope: Scope) -> Iterator[str]:
             yield scope_json({TENANT_KEY: scope[TENANT_KEY], **dict(chosen)})
 
 
-def _corrupt(store: BaseMemoryStore, report: HealthReport) -> None:
+def _corrupt(store: AdminMemoryStore, report: HealthReport) -> None:
     check = report.corrupt_check
     check.of = report.counts.total
     try:
