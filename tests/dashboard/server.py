@@ -36,8 +36,10 @@ def production_env(var_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def run(command: Sequence[str], env: Mapping[str, str], timeout: float = 120) -> str:
-    done = subprocess.run(list(command), env=dict(env), capture_output=True, text=True, timeout=timeout, check=False)
+def run(command: Sequence[str], env: Mapping[str, str], timeout: float = 300, cwd: Path | None = None) -> str:
+    done = subprocess.run(
+        list(command), env=dict(env), cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+    )
     assert done.returncode == 0, f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
@@ -59,13 +61,21 @@ class Server:
 
 
 @contextlib.contextmanager
-def serving(memory_admin: Sequence[str], env: Mapping[str, str], *extra: str) -> Iterator[Server]:
+def serving(
+    memory_admin: Sequence[str], env: Mapping[str, str], *extra: str, cwd: Path | None = None
+) -> Iterator[Server]:
     """``memory-admin serve`` on a free port until the block ends, then SIGTERM; the
     server's output and exit status are on the yielded object afterwards."""
     port = free_port()
     command = [*memory_admin, "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2", *extra]
     process = subprocess.Popen(
-        command, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command,
+        env=dict(env),
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     server = Server(f"http://127.0.0.1:{port}", process)
     try:
