@@ -135,8 +135,8 @@ class ProxiedClient:
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
         self.https_origin = "https://" + urllib.parse.urlsplit(base_url).netloc
-        jar = http.cookiejar.CookieJar(policy=_BehindTls())
-        self._opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirects)
+        self.jar = http.cookiejar.CookieJar(policy=_BehindTls())
+        self._opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar), _NoRedirects)
 
     def request(self, path: str, data: Mapping[str, str] | None = None, *, proxied: bool = True) -> Response:
         headers = {"X-Forwarded-Proto": "https", "Origin": self.https_origin} if proxied else {}
@@ -147,6 +147,11 @@ class ProxiedClient:
                 return Response(response.status, response.url, dict(response.headers), response.read().decode())
         except urllib.error.HTTPError as exc:
             return Response(exc.code, exc.url, dict(exc.headers), exc.read().decode())
+
+    def headers(self) -> dict[str, str]:
+        """What a request made outside this client needs to count as the signed-in user's."""
+        cookies = "; ".join(f"{cookie.name}={cookie.value}" for cookie in self.jar)
+        return {"Cookie": cookies, "X-Forwarded-Proto": "https"}
 
     def sign_in(self, username: str, password: str = PASSWORD) -> Response:
         form = self.request("/accounts/login/")

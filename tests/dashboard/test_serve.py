@@ -3,10 +3,13 @@ from the environment, gunicorn workers, hashed static files, behind a TLS proxy.
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,6 +64,49 @@ def test_serve_signs_in_and_serves_pages_behind_a_tls_proxy(deployment: dict[str
     assert "Handling signal: term" in server.stderr and "Shutting down" in server.stderr
     assert re.search(r'"GET /healthz HTTP/1.1" 200 \d+ \d+ms', server.stdout), server.stdout  # the access log
     assert re.search(r'"POST /accounts/login/ HTTP/1.1" 302', server.stdout)
+
+
+BULK = 25_000  # ~25 MB of JSON Lines: more than the loopback socket buffers hold
+
+
+def test_sigterm_lets_a_response_in_flight_finish(deployment: dict[str, str], tmp_path: Path) -> None:
+    lines = (
+        json.dumps(
+            {
+                "scope": {"tenant": "bulk"},
+                "kind": "fact",
+                "content": f"bulk record {n} " + "padding " * 60,
+                "provenance": {"source": "bulk"},
+            }
+        )
+        for n in range(BULK)
+    )
+    (tmp_path / "bulk.jsonl").write_text("\n".join(lines))
+    run([*MEMORY_ADMIN, "import", str(tmp_path / "bulk.jsonl"), "--batch-size", "2500"], deployment)
+    run(
+        [*MEMORY_ADMIN, "user", "create", "exa", "--role", "viewer", "--grant", "tenant=bulk", "--password", PASSWORD],
+        deployment,
+    )
+
+    with serving(MEMORY_ADMIN, deployment) as server:
+        client = ProxiedClient(server.url)
+        assert client.sign_in("exa").status == 302
+        host, port = server.url.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        connection.request("GET", "/export.jsonl?scope=tenant%3Dbulk", headers=client.headers())
+        response = connection.getresponse()
+        assert response.status == 200
+        body = response.read(64 * 1024)  # the export has begun; the server is blocked writing the rest
+        server.process.send_signal(signal.SIGTERM)
+        time.sleep(1.5)
+        assert server.process.poll() is None, "the server waits for the response in flight"
+        body += response.read()  # … and sends all of it
+        assert len(body) > 12 * 2**20  # more than loopback buffers take: it really was in flight
+        connection.close()
+        assert server.process.wait(timeout=45) == 0
+    records = [json.loads(line) for line in body.decode().splitlines()]
+    assert len(records) == BULK and {r["content"].split()[2] for r in records} == {str(n) for n in range(BULK)}
+    assert '"GET /export.jsonl?scope=tenant%3Dbulk HTTP/1.1" 200' in server.stdout
 
 
 def test_serve_refuses_an_unmigrated_dashboard_database(tmp_path: Path) -> None:
