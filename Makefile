@@ -43,4 +43,4 @@ bench-store: setup
 	$(BIN)/python -m memory_admin.bench.store --sizes 100000,1000000
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) var dist .pytest_cache .mypy_cache .ruff_cache
