@@ -8,7 +8,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: run test setup system-deps lint bench-store bench-locomo clean
+.PHONY: run test setup system-deps lint dist bench-store bench-locomo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,12 @@ test: setup system-deps
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 
+# the installable wheel (templates, static files and migrations inside) in dist/
+dist: setup
+	$(BIN)/pip wheel --no-deps --quiet --wheel-dir dist .
+
 bench-store: setup
 	$(BIN)/python -m memory_admin.bench.store --sizes 100000,1000000
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) var dist .pytest_cache .mypy_cache .ruff_cache

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.urls import include, path, register_converter
 
 from memory_admin.dashboard.views import audit, browse, curation, export, health, privacy, recall, records, scopes
+from memory_admin.dashboard.views.healthz import healthz
 
 
 class RecordIdConverter:
@@ -54,6 +55,7 @@ dashboard_patterns = [
 ]
 
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),  # load balancers: no sign-in, no details
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include((dashboard_patterns, "dashboard"))),
 ]

@@ -4,9 +4,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+
+import dj_database_url
 
 BASE_DIR = Path(__file__).resolve().parents[3]
-VAR_DIR = Path(os.environ.get("MEMORY_ADMIN_VAR_DIR", BASE_DIR / "var"))
+APP_DIR = Path(__file__).resolve().parents[1]
+# A checkout keeps templates/ and static/ at the top level (and its state in ./var); the
+# wheel carries them inside the dashboard app, where APP_DIRS and the app-directories
+# static finder find them, and an installed copy keeps its state in the user's state
+# directory, beside the store's default memory file.
+INSTALLED_LAYOUT = (APP_DIR / "templates").is_dir()
+_STATE_HOME = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+VAR_DIR = Path(
+    os.environ.get("MEMORY_ADMIN_VAR_DIR") or (_STATE_HOME / "memory_admin" if INSTALLED_LAYOUT else BASE_DIR / "var")
+)
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -65,7 +77,7 @@ WSGI_APPLICATION = "memory_admin.dashboard.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [] if INSTALLED_LAYOUT else [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -78,13 +90,20 @@ TEMPLATES = [
 ]
 
 # The dashboard's own tables (users, sessions, grants, audit) live in their own file,
-# never in the memory file.
-DATABASES = {
+# never in the memory file — or, with DATABASE_URL (postgresql://…, sqlite:////path),
+# in any database Django supports, e.g. PostgreSQL beside a PostgreSQL memory store.
+DATABASES: dict[str, Any] = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": os.environ.get("DASHBOARD_DB_PATH", str(VAR_DIR / "dashboard.sqlite3")),
     }
 }
+if os.environ.get("DATABASE_URL"):
+    DATABASES["default"] = dj_database_url.parse(
+        os.environ["DATABASE_URL"],
+        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
+        conn_health_checks=True,
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
@@ -98,7 +117,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [] if INSTALLED_LAYOUT else [BASE_DIR / "static"]
 STATIC_ROOT: Path | None = Path(os.environ.get("DJANGO_STATIC_ROOT", VAR_DIR / "staticfiles"))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
