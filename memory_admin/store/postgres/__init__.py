@@ -533,6 +533,7 @@ class PostgresMemoryStore(BaseMemoryStore):
     def close(self) -> None:
         """Close both pools. Async pools are closed on their loop when it is idle or
         running elsewhere; prefer :meth:`aclose` from async code."""
+        super().close()  # the buffered events first, while the pools are open
         self._closed = True
         self._pool.close()
         with self._async_lock:

@@ -92,6 +92,13 @@ MIGRATIONS: list[str] = [
     CREATE INDEX memory_events_tenant_at ON memory_events (tenant, at);
     CREATE INDEX memory_events_scope ON memory_events USING gin (scope jsonb_path_ops);
     """,
+    # 2: named counters beside the event log (how many events it is missing)
+    """
+    CREATE TABLE memory_counters (
+        name text PRIMARY KEY,
+        n    bigint NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -525,6 +525,7 @@ class SqliteMemoryStore(BaseMemoryStore):
                 raise self._translate(exc) from None
 
     def close(self) -> None:
+        super().close()  # the buffered events first, while the connections are open
         self._closed = True
         with self._all_lock:
             for conn in self._all:
