@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
@@ -944,3 +945,60 @@ class MemoryStoreConformance(ABC):
         assert [c.id for c in store.find_corrupt(U2).corrupt] == [bad.id]
         assert store.find_corrupt(max_rows=3).complete is False
         assert len(store.find_corrupt(limit=1).corrupt) == 1
+
+    # === the event log, buffered (one block: the cases and the hook they use) ========
+
+    def open_again(self, store: FullMemoryStore) -> FullMemoryStore | None:
+        """Another store object over ``store``'s data — what a second process opens —
+        still readable after ``store`` is closed; ``None`` where the backend cannot (the
+        cases that need it then skip). A backend whose data lives in the store object
+        returns ``store`` itself."""
+        return None
+
+    def _other(self, store: FullMemoryStore) -> FullMemoryStore:
+        self._needs(store, events=True)
+        other = self.open_again(store)
+        if other is None:
+            pytest.skip("this backend cannot open a second store over the same data")
+        return other
+
+    @staticmethod
+    def _searches(store: FullMemoryStore) -> int:
+        return len(store.query_events({"types": ["agent.memory.search"], "limit": 10_000}))
+
+    def test_a_store_reads_its_own_events_at_once(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        self._needs(store, events=True)
+        store.write([rec("a note")])
+        for n in range(20):
+            store.search({"scope": U1, "query": f"note {n}"})
+        assert self._searches(raw_store) == 20, "reads commit this store's own buffered events first"
+        stats = raw_store.event_log_stats()
+        assert (stats.logging, stats.dropped, stats.pending) == (True, 0, 0)
+        assert stats.flush_interval_s > 0
+
+    def test_closing_commits_every_buffered_event(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        other = self._other(raw_store)
+        store.write([rec("a note")])
+        for n in range(25):
+            store.search({"scope": U1, "query": f"note {n}"})
+        raw_store.close()
+        try:
+            assert self._searches(other) == 25, "no event is lost in a clean shutdown"
+            assert len(other.query_events({"types": ["agent.memory.write"]})) == 1
+        finally:
+            if other is not raw_store:
+                other.close()
+
+    def test_other_stores_see_events_within_a_second(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        other = self._other(raw_store)
+        try:
+            for n in range(10):
+                store.search({"scope": U1, "query": f"note {n}"})
+            started = time.monotonic()
+            while self._searches(other) < 10:  # the other store's reads cannot flush this one's buffer
+                assert time.monotonic() - started < 10, "the writer thread never committed the events"
+                time.sleep(0.02)
+            assert self._searches(other) == 10
+        finally:
+            if other is not raw_store:
+                other.close()

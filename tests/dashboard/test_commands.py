@@ -158,3 +158,14 @@ def test_dashboard_over_the_demo_sqlite_file(tmp_path: Path, settings: object, c
 @pytest.mark.postgres
 def test_dashboard_over_the_demo_in_postgresql(postgres_url: str, settings: object, client_for: object) -> None:
     browse_the_demo(postgres_url, settings, client_for)
+
+
+def test_memory_stats_reports_dropped_events(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    with open_store(url) as store:
+        store.write([{"scope": {"tenant": "acme"}, "kind": "fact", "content": "x", "provenance": {"source": "t"}}])
+        assert isinstance(store, SqliteMemoryStore)
+        store._commit_events([], 3)  # what a buffer that dropped three events reports with its next batch
+    out = run("memory_stats", "--store", url)
+    assert "Event log: 3 events dropped (a writer fell behind" in out
+    assert "tenant=acme: 1 records" in out

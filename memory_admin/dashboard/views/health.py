@@ -52,6 +52,7 @@ def health_context(store: BaseMemoryStore, access: Access, requested: Scope | No
         "scope_text": format_scope(resolution.scope),
         "narrowed_by": format_scope(resolution.narrowed_by) if resolution.narrowed_by else None,
         "report": report,
+        "event_log": store.event_log_stats() if store.capabilities().events else None,
     }
 
 
