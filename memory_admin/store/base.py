@@ -59,7 +59,7 @@ from memory_admin.scope import canonical_scope, scope_json
 from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store._sql import Op, Statement
 from memory_admin.store.batch import check_import_slots, plan_batch, validate_batch, write_events
-from memory_admin.store.event_buffer import DEFAULT_CAPACITY, DEFAULT_INTERVAL, EventBuffer
+from memory_admin.store.event_buffer import DEFAULT_CAPACITY, DEFAULT_INTERVAL, EventBuffer, live_buffers
 from memory_admin.store.ids import IdFactory
 from memory_admin.store.plan import Cursor, SearchPlan, now_us
 from memory_admin.store.protocol import (
@@ -240,7 +240,7 @@ class BaseMemoryStore(ABC):
     def record_event(self, event: AnyEvent) -> StoredEvent:
         """Persist one event now, after the events emitted before it, and return it with
         its id (raises on failure, unlike :meth:`emit`)."""
-        self._events.flush()
+        self.flush_events()
         return StoredEvent(id=self._append_event(event), event=event)
 
     def _append_event(self, event: AnyEvent) -> int:
@@ -255,10 +255,21 @@ class BaseMemoryStore(ABC):
     def event_flush_interval(self) -> float:
         return self._events.interval
 
+    def _event_log_key(self) -> str:
+        """What identifies this store's event log within the process: store objects with
+        the same key log to the same place (a backend over a file or a server says which)."""
+        return f"{type(self).__name__}:{id(self)}"
+
     def flush_events(self) -> None:
-        """Commit every event emitted so far before returning (the writer thread would
-        within :attr:`event_flush_interval`)."""
-        self._events.flush()
+        """Commit every event this process has emitted to this store's log — through this
+        store object or another one over the same data — before returning (their writer
+        threads would within :attr:`event_flush_interval`). Event reads and erasure call
+        it first, so a process always reads its own events."""
+        key = self._event_log_key()
+        for buffer in live_buffers():
+            owner = buffer.owner
+            if owner is self or (isinstance(owner, BaseMemoryStore) and owner._event_log_key() == key):
+                buffer.flush()
 
     def event_log_stats(self) -> EventLogStats:
         """How complete the log is: events dropped (by every process, as far as they
@@ -282,9 +293,9 @@ class BaseMemoryStore(ABC):
 
     def query_events(self, query: EventQuery | Mapping[str, object]) -> list[StoredEvent]:
         """See :meth:`EventLogStore.query_events`; this process's own events are
-        committed first, so it always reads what it emitted."""
+        committed first (:meth:`flush_events`), so it always reads what it emitted."""
         parsed = parse_model(EventQuery, query, what="event query")
-        self._events.flush()
+        self.flush_events()
         return self._run_unit(self._events_unit("read", lambda s: s.query_events(parsed)))
 
     def get_event(self, event_id: int) -> StoredEvent | None:
@@ -292,7 +303,7 @@ class BaseMemoryStore(ABC):
         return found[0] if found and found[0].id == event_id else None
 
     def prune_events(self, before: datetime) -> int:
-        self._events.flush()
+        self.flush_events()
         return self._run_unit(self._events_unit("write", lambda s: s.prune_events(before)))
 
     def import_events(self, events: Sequence[StoredEvent | Mapping[str, object]]) -> int:
@@ -301,7 +312,7 @@ class BaseMemoryStore(ABC):
         parsed = [parse_model(StoredEvent, event, what=f"event {i}") for i, event in enumerate(events)]
         if not parsed:
             return 0
-        self._events.flush()
+        self.flush_events()
         return self._run_unit(self._events_unit("write", lambda s: s.import_events(parsed)))
 
     # --- write --------------------------------------------------------------------
@@ -472,15 +483,15 @@ class BaseMemoryStore(ABC):
     # erasure (and its preview's count) covers them
 
     def erase(self, scope: Mapping[str, str]) -> ErasureReport:
-        self._events.flush()
+        self.flush_events()
         return self._drive(self._erase(scope, dry_run=False))
 
     async def aerase(self, scope: Mapping[str, str]) -> ErasureReport:
-        await asyncio.to_thread(self._events.flush)
+        await asyncio.to_thread(self.flush_events)
         return await self._adrive(self._erase(scope, dry_run=False))
 
     def preview_erase(self, scope: Mapping[str, str]) -> ErasureReport:
-        self._events.flush()
+        self.flush_events()
         return self._drive(self._erase(scope, dry_run=True))
 
     def _erase(self, scope: Mapping[str, str], *, dry_run: bool) -> Flow[ErasureReport]:

@@ -218,6 +218,10 @@ class EventBuffer(Generic[Owner]):
             self._stopping = self._closed = True
             self._wake.notify_all()
 
+    @property
+    def owner(self) -> Owner | None:
+        return self._owner()
+
     def stats(self) -> EventBufferStats:
         with self._lock:
             return EventBufferStats(
@@ -230,6 +234,11 @@ class EventBuffer(Generic[Owner]):
 
 
 _BUFFERS: weakref.WeakSet[EventBuffer[Any]] = weakref.WeakSet()
+
+
+def live_buffers() -> list[EventBuffer[Any]]:
+    """Every buffer of this process whose owner is alive."""
+    return [buffer for buffer in list(_BUFFERS) if buffer.owner is not None]
 
 
 def _flush_all_at_exit() -> None:
@@ -257,4 +266,5 @@ __all__ = [
     "Commit",
     "EventBuffer",
     "EventBufferStats",
+    "live_buffers",
 ]

@@ -105,6 +105,33 @@ def test_sigkill_keeps_every_record_and_loses_at_most_the_last_interval_of_event
     assert logged <= acked[-1][1] + 10, "no event was invented"
 
 
+LINGERER = """
+import sys, time
+from memory_admin.store import SqliteMemoryStore
+store = SqliteMemoryStore(sys.argv[1])
+for n in range(10):
+    store.search({"scope": {"tenant": "acme", "user": "u1"}, "query": "note"})
+print("searched", flush=True)
+time.sleep(120)  # neither closes nor reads: only the writer thread can commit
+"""
+
+
+def test_another_process_sees_the_events_within_about_a_second(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    SqliteMemoryStore(path).close()
+    child = subprocess.Popen([sys.executable, "-c", LINGERER, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "searched"
+        started = time.monotonic()
+        with SqliteMemoryStore(path) as dashboard:
+            eventually(lambda: searches(dashboard) == 10)
+        waited = time.monotonic() - started
+    finally:
+        child.kill()
+        child.wait()
+    assert waited < 5.0, f"{waited:.2f} s (the flush interval is 0.5 s; this machine may be busy)"
+
+
 EXITER = """
 import sys
 from memory_admin.store import SqliteMemoryStore

@@ -530,6 +530,9 @@ class PostgresMemoryStore(BaseMemoryStore):
         async with self._aopen(unit.mode) as (session, execute):
             return await arun_steps(unit.steps(session), execute)
 
+    def _event_log_key(self) -> str:
+        return f"postgres:{self._conninfo}"
+
     def close(self) -> None:
         """Close both pools. Async pools are closed on their loop when it is idle or
         running elsewhere; prefer :meth:`aclose` from async code."""

@@ -524,6 +524,9 @@ class SqliteMemoryStore(BaseMemoryStore):
                     conn.rollback()
                 raise self._translate(exc) from None
 
+    def _event_log_key(self) -> str:
+        return f"sqlite:{self.path.resolve()}"
+
     def close(self) -> None:
         super().close()  # the buffered events first, while the connections are open
         self._closed = True
