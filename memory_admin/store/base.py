@@ -249,7 +249,7 @@ class BaseMemoryStore(ABC):
 
     def _commit_events(self, events: Sequence[AnyEvent], lost: int) -> None:
         """One batch of the buffer, and the events it had to drop, in one write unit."""
-        self._run_unit(Unit("write", lambda s: s.log_events(events, lost)))
+        self._run_unit(Unit("append", lambda s: s.log_events(events, lost)))
 
     @property
     def event_flush_interval(self) -> float:

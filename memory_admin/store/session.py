@@ -18,10 +18,12 @@ from memory_admin.store.protocol import CorruptionScan, ScopeCounts, ScopeFacet
 
 T = TypeVar("T")
 
-Mode = Literal["read", "snapshot", "write", "maintain"]
+Mode = Literal["read", "snapshot", "write", "append", "maintain"]
 """How a unit runs: ``read`` (each statement sees committed data), ``snapshot`` (all of
-them one consistent state), ``write`` (one serialised, atomic write transaction) or
-``maintain`` (outside any transaction: checkpoints, VACUUM)."""
+them one consistent state), ``write`` (one serialised, atomic write transaction),
+``append`` (a write transaction whose commit need not reach the disk before the next
+durable one does: the event log's batches, which are telemetry) or ``maintain``
+(outside any transaction: checkpoints, VACUUM)."""
 
 Slot = tuple[Scope, str, str]
 """A key slot: ``(scope, kind, key)``; one live record holds it at a time."""

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -195,3 +196,21 @@ def test_a_forked_child_never_writes_its_parents_buffered_events(tmp_path: Path)
     store.close()
     with SqliteMemoryStore(path) as again:
         assert searches(again) == 5 + 3
+
+
+def test_event_batches_skip_the_fsync_but_record_writes_keep_it(tmp_path: Path) -> None:
+    store = SqliteMemoryStore(tmp_path / "memory.sqlite3")
+    seen: list[int] = []
+    commit_events = store._commit_events
+
+    def spy(events: Any, lost: int) -> None:
+        commit_events(events, lost)
+        seen.extend(conn.execute("PRAGMA synchronous").fetchone()[0] for conn in store._all)
+
+    store._commit_events = spy  # type: ignore[method-assign]
+    store.write([note("a note")])
+    store.search({"scope": SCOPE, "query": "note"})
+    store.flush_events()
+    assert seen and set(seen) == {2}, "every pooled connection is back to synchronous = FULL after a batch"
+    assert searches(store) == 1
+    store.close()
