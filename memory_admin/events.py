@@ -128,6 +128,23 @@ class StoredEvent(BaseModel):
     event: MemoryEvent
 
 
+class EventLogStats(BaseModel):
+    """How complete a store's event log is (:meth:`EventLogStore.event_log_stats`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    logging: bool
+    """Whether this store object persists its events (``persist_events``)."""
+    dropped: int
+    """Events the log is missing: dropped by a writer that fell behind, or lost with a
+    failed batch, as counted by every process that logs to this store (a process counts
+    its own drops into the log with its next batch)."""
+    pending: int
+    """This process's events still waiting for their batch."""
+    flush_interval_s: float
+    """How long an event may wait for its batch in this process."""
+
+
 def event_matches(event: AnyEvent, query: EventQuery) -> bool:
     """The event-log filter, for backends that filter in Python."""
     if query.types is not None and event.type not in query.types:

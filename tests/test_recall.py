@@ -373,10 +373,10 @@ def test_a_failing_sink_never_fails_the_recall(store: BaseMemoryStore) -> None:
 def test_a_failing_event_log_never_fails_the_recall(store: BaseMemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
     store.write([rec("seat note")])
 
-    def refuse(event: Any) -> Any:
+    def refuse(*batch: Any) -> Any:
         raise OSError("disk full")
 
-    monkeypatch.setattr(store, "_append_event", refuse)
+    monkeypatch.setattr(store, "_commit_events", refuse)  # what the event log's writer commits through
     seen: list[Any] = []
     store.add_sink(seen.append)
     assert assemble_recall(store, DANA, "seat").report.count == 1

@@ -1,7 +1,7 @@
 """Continuity benchmark on LoCoMo: does keyword recall find the evidence, in scope?
 
-    python -m memory_admin.bench.locomo /work/shared/datasets/locomo/locomo-dev.json \\
-        [--store URL] [--out docs/benchmarks/locomo.md]
+    python -m memory_admin.bench.locomo ../shared/datasets/locomo/locomo-dev.json \\
+        [--store URL] [--no-events] [--out docs/benchmarks/locomo.md]
 
 Each conversation's observations (atomic facts, each citing the dialog ids it came
 from) are written as records in one scope per conversation. Every question of
@@ -23,6 +23,12 @@ Beside it, in the same run over the same data, a **baseline**: one raw SQLite FT
 table (``unicode61 remove_diacritics 2``) queried with bm25 and the same tokens,
 filtered to the conversation. The store's keyword search must not fall below it; the
 command exits non-zero if it does, or if anything leaks.
+
+The store runs as users run it, event log on (recall blocks land in its log too). Its
+searches and recall blocks are also timed through a second store object over the same
+data with the event log off, alternating with the first question by question, and both
+latencies are reported side by side (``--no-events`` runs the store with its log off,
+and skips the comparison).
 """
 
 from __future__ import annotations
@@ -176,16 +182,18 @@ class BlockTally:
 
 
 @contextmanager
-def opened(url: str | None, persist_events: bool) -> Iterator[BaseMemoryStore]:
-    if url is not None:
+def opened(url: str | None, persist_events: bool) -> Iterator[tuple[BaseMemoryStore, BaseMemoryStore | None]]:
+    """The store under test, and (when its log is on and a second object can share its
+    data) the same data through a store object whose event log is off."""
+    with tempfile.TemporaryDirectory(prefix="locomo-bench-") as folder:
+        url = url or f"sqlite:///{Path(folder) / 'memory.sqlite3'}"
         with open_store(url, persist_events=persist_events) as store:
-            yield store
-        return
-    with (
-        tempfile.TemporaryDirectory(prefix="locomo-bench-") as folder,
-        open_store(f"sqlite:///{Path(folder) / 'memory.sqlite3'}", persist_events=persist_events) as store,
-    ):
-        yield store
+            shared = persist_events and not url.startswith("memory:")
+            if not shared:
+                yield store, None
+                return
+            with open_store(url, persist_events=False) as quiet:
+                yield store, quiet
 
 
 class StoreRun:
@@ -232,8 +240,7 @@ class StoreRun:
 
     def recall_block(self, question: Question, tally: BlockTally) -> None:
         started = time.perf_counter()
-        # the block's event would land in the store's log: a benchmark is not production traffic
-        result = assemble_recall(self.store, self.scope(question.conversation), question.text, sink=lambda e: None)
+        result = assemble_recall(self.store, self.scope(question.conversation), question.text)
         tally.latency_ms.append((time.perf_counter() - started) * 1000)
         tally.truncated += int(result.report.truncated)
         tally.chars.append(result.report.chars)
@@ -292,6 +299,24 @@ class Fts5Baseline:
 
 
 @dataclass
+class QuietTimings:
+    """The same searches and recall blocks through a store object with the event log off."""
+
+    search_ms: list[float] = field(default_factory=list)
+    block_ms: list[float] = field(default_factory=list)
+
+    def measure(self, loaded: StoreRun, quiet: BaseMemoryStore, question: Question) -> None:
+        scope = loaded.scope(question.conversation)
+        query = {"scope": scope, "scope_match": "visible", "query": question.text, "limit": SEARCH_LIMIT}
+        started = time.perf_counter()
+        quiet.search(query)
+        self.search_ms.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        assemble_recall(quiet, scope, question.text)
+        self.block_ms.append((time.perf_counter() - started) * 1000)
+
+
+@dataclass
 class Results:
     dataset: Dataset
     backend: str
@@ -302,6 +327,7 @@ class Results:
     block: BlockTally
     ingest_s: float
     baseline_ingest_s: float
+    quiet: QuietTimings | None = None
 
 
 def run(dataset: Dataset, store_url: str | None, persist_events: bool) -> Results:
@@ -309,7 +335,11 @@ def run(dataset: Dataset, store_url: str | None, persist_events: bool) -> Result
     neighbour = {
         c: dataset.conversations[(i + 1) % len(dataset.conversations)] for i, c in enumerate(dataset.conversations)
     }
-    with opened(store_url, persist_events) as store, tempfile.TemporaryDirectory(prefix="locomo-fts5-") as folder:
+    quiet_timings = None
+    with (
+        opened(store_url, persist_events) as (store, quiet),
+        tempfile.TemporaryDirectory(prefix="locomo-fts5-") as folder,
+    ):
         tenant = f"locomo-{uuid.uuid4().hex[:8]}"
         loaded = StoreRun(store, dataset, tenant)
         baseline = Fts5Baseline(dataset, Path(folder))
@@ -323,13 +353,21 @@ def run(dataset: Dataset, store_url: str | None, persist_events: bool) -> Result
             for _, search in retrievers:  # warm caches and statements outside the timings
                 for question in dataset.questions[:20]:
                     search(question.conversation, question.text)
-            for question in dataset.questions:
+            if quiet is not None:
+                quiet_timings = QuietTimings()
+                for question in dataset.questions[:20]:
+                    QuietTimings().measure(loaded, quiet, question)
+            for index, question in enumerate(dataset.questions):
+                if quiet_timings is not None and quiet is not None and index % 2:
+                    quiet_timings.measure(loaded, quiet, question)  # before the store on odd questions
                 for tally, search in retrievers:
                     ranked, seconds = search(question.conversation, question.text)
                     tally.add(question, ranked, seconds)
                     elsewhere = neighbour[question.conversation]
                     tally.probe(elsewhere, search(elsewhere, question.text)[0])
                 loaded.recall_block(question, block_tally)
+                if quiet_timings is not None and quiet is not None and not index % 2:
+                    quiet_timings.measure(loaded, quiet, question)
         finally:
             baseline.close()
             baseline_newest.close()
@@ -345,6 +383,7 @@ def run(dataset: Dataset, store_url: str | None, persist_events: bool) -> Result
             block=block_tally,
             ingest_s=loaded.ingest_seconds,
             baseline_ingest_s=baseline.ingest_seconds,
+            quiet=quiet_timings,
         )
 
 
@@ -412,6 +451,26 @@ def report(results: Results, command: str) -> str:
         f"{percentile(block.latency_ms, 0.99):.2f} |",
         "",
     ]
+    if results.quiet is not None:
+        quiet = results.quiet
+
+        def compare(label: str, on: Sequence[float], off: Sequence[float], q: float) -> str:
+            a, b = percentile(on, q), percentile(off, q)
+            return f"| {label} | {a:.2f} | {b:.2f} | {a / b:.2f}× |" if b else f"| {label} | {a:.2f} | {b:.2f} | |"
+
+        lines += [
+            "The store above runs with its event log on (the default). The same searches and blocks through a "
+            "second store object over the same data with the event log off, alternating with it question by "
+            "question:",
+            "",
+            "| | event log on | event log off | on/off |",
+            "| --- | ---: | ---: | ---: |",
+            compare("search latency p50 (ms)", results.store.latency_ms, quiet.search_ms, 0.5),
+            compare("search latency p99 (ms)", results.store.latency_ms, quiet.search_ms, 0.99),
+            compare("recall assembly p50 (ms)", block.latency_ms, quiet.block_ms, 0.5),
+            compare("recall assembly p99 (ms)", block.latency_ms, quiet.block_ms, 0.99),
+            "",
+        ]
     problems = verdict_problems(results)
     lines.append("Verdict: " + ("pass." if not problems else "FAIL: " + "; ".join(problems) + "."))
     return "\n".join(lines) + "\n"

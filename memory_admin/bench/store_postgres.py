@@ -25,7 +25,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_admin.bench.corpus import Corpus
-from memory_admin.bench.store import LoadSampler, ingest_rate, timed
+from memory_admin.bench.store import LoadSampler, ingest_rate, measure_event_log, timed
 from memory_admin.scope import scope_json
 from memory_admin.store._sql import dumps
 from memory_admin.store.postgres import PostgresMemoryStore
@@ -220,7 +220,7 @@ def run_size(size: int, url: str, queries: int) -> dict[str, Any]:
     store_url, raw_url = in_schema(url, STORE_SCHEMA), in_schema(url, RAW_SCHEMA)
     result: dict[str, Any] = {"size": size, "server": server_settings(url)}
     try:
-        store = PostgresMemoryStore(store_url, persist_events=False)
+        store = PostgresMemoryStore(store_url)  # the default configuration: event log on
         result["ingest_per_s"] = ingest_rate("store ingest", store.write, corpus, size)
 
         PostgresMemoryStore(raw_url, persist_events=False).close()  # the same schema, empty
@@ -241,28 +241,20 @@ def run_size(size: int, url: str, queries: int) -> dict[str, Any]:
         sample = raw.conn.execute("SELECT id FROM memory_records ORDER BY random() LIMIT %s", [queries])
         ids = [row[0] for row in sample]
 
-        def search_call(scope: dict[str, str], text: str) -> Callable[[], object]:
-            return lambda: store.search({"scope": scope, "query": text, "limit": 10})
-
-        measurements: dict[str, tuple[list[Callable[[], object]], list[Callable[[], object]]]] = {
-            "user_search": (
-                [search_call(s, q) for s, q in user_cases],
-                [partial(raw.search, s, q) for s, q in user_cases],
-            ),
-            "tenant_search": (
-                [search_call(s, q) for s, q in tenant_cases],
-                [partial(raw.search, s, q) for s, q in tenant_cases],
-            ),
-            "listing": (
-                [partial(store.search, {"scope": s, "limit": 10}) for s, _ in user_cases],
-                [partial(raw.listing, s) for s, _ in user_cases],
-            ),
-            "get": ([partial(store.get, i) for i in ids], [partial(raw.get, i) for i in ids]),
+        quiet = PostgresMemoryStore(store_url, persist_events=False)
+        measure_event_log(result, store, quiet, user_cases, tenant_cases)
+        quiet.close()
+        by_hand: dict[str, list[Callable[[], object]]] = {
+            "user_search": [partial(raw.search, s, q) for s, q in user_cases],
+            "tenant_search": [partial(raw.search, s, q) for s, q in tenant_cases],
+            "listing": [partial(raw.listing, s) for s, _ in user_cases],
+            "get": [partial(raw.get, i) for i in ids],
         }
-        for name, (through_store, by_hand) in measurements.items():
-            sys.stderr.write(f"  measuring {name} ({len(through_store)} calls each)\n")
-            result[name] = timed(through_store)
-            result[f"raw_{name}"] = timed(by_hand)
+        sys.stderr.write(f"  measuring get ({len(ids)} calls)\n")
+        result["get"] = timed([partial(store.get, i) for i in ids])
+        for name, calls in by_hand.items():
+            sys.stderr.write(f"  measuring raw {name} ({len(calls)} calls)\n")
+            result[f"raw_{name}"] = timed(calls)
         same = same_set = 0
         hits = []
         for scope, text in user_cases[:200]:

@@ -65,6 +65,13 @@ class ConformanceBase(ABC):
         corruption cases then skip."""
         return False
 
+    def open_again(self, store: FullMemoryStore) -> FullMemoryStore | None:
+        """Another store object over ``store``'s data — what a second process opens —
+        still readable after ``store`` is closed; ``None`` where the backend cannot (the
+        cases that need it then skip). A backend whose data lives in the store object
+        returns ``store`` itself."""
+        return None
+
     # --- fixtures -----------------------------------------------------------------
 
     @pytest.fixture(autouse=True)

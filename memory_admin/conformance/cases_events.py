@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 from typing import Any
+
+import pytest
 
 from memory_admin.conformance.base import (
     ACME,
@@ -139,3 +142,51 @@ class EventCases(ConformanceBase):
         assert len([h for h in everything if h.record.invalid_at is None]) == 1
         successors = [h.record.superseded_by for h in everything if h.record.superseded_by]
         assert len(successors) == len(set(successors)) == 39
+
+    # --- the event log, buffered --------------------------------------------------------
+
+    def _other(self, store: FullMemoryStore) -> FullMemoryStore:
+        self._needs(store, events=True)
+        other = self.open_again(store)
+        if other is None:
+            pytest.skip("this backend cannot open a second store over the same data")
+        return other
+
+    @staticmethod
+    def _searches(store: FullMemoryStore) -> int:
+        return len(store.query_events({"types": ["agent.memory.search"], "limit": 10_000}))
+
+    def test_a_store_reads_its_own_events_at_once(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        self._needs(store, events=True)
+        store.write([rec("a note")])
+        for n in range(20):
+            store.search({"scope": U1, "query": f"note {n}"})
+        assert self._searches(raw_store) == 20, "reads commit this store's own buffered events first"
+        stats = raw_store.event_log_stats()
+        assert (stats.logging, stats.dropped, stats.pending) == (True, 0, 0)
+        assert stats.flush_interval_s > 0
+
+    def test_closing_commits_every_buffered_event(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        other = self._other(raw_store)
+        store.write([rec("a note")])
+        for n in range(25):
+            store.search({"scope": U1, "query": f"note {n}"})
+        raw_store.close()
+        try:
+            assert self._searches(other) == 25, "no event is lost in a clean shutdown"
+            assert len(other.query_events({"types": ["agent.memory.write"]})) == 1
+        finally:
+            if other is not raw_store:
+                other.close()
+
+    def test_buffered_events_reach_the_log_without_a_read(
+        self, store: FullMemoryStore, raw_store: FullMemoryStore
+    ) -> None:
+        self._needs(store, events=True)
+        for n in range(10):
+            store.search({"scope": U1, "query": f"note {n}"})
+        started = time.monotonic()
+        while raw_store.event_log_stats().pending:  # the writer thread takes them: nothing here reads
+            assert time.monotonic() - started < 10, "the writer thread never took the events"
+            time.sleep(0.02)
+        assert self._searches(raw_store) == 10

@@ -435,6 +435,31 @@ def append_events_op(d: Dialect, events: Sequence[AnyEvent]) -> Op[list[int]]:
     return ids
 
 
+EVENTS_DROPPED = "events_dropped"
+"""The counter (``memory_counters``) of events the log is missing."""
+
+
+def log_events_op(d: Dialect, events: Sequence[AnyEvent], lost: int) -> Op[None]:
+    if events:
+        yield Statement(
+            "INSERT INTO memory_events (type, at, tenant, scope, agent, preview, body) "
+            f"VALUES ({d.p}, {d.p}, {d.p}, {d.json_param()}, {d.p}, {d.p}, {d.p})",
+            [event_row(d, event) for event in events],
+            many=True,
+        )
+    if lost:
+        yield Statement(
+            f"INSERT INTO memory_counters (name, n) VALUES ({d.p}, {d.p}) "
+            "ON CONFLICT (name) DO UPDATE SET n = memory_counters.n + excluded.n",
+            [EVENTS_DROPPED, lost],
+        )
+
+
+def events_dropped_op(d: Dialect) -> Op[int]:
+    rows = yield Statement(f"SELECT n FROM memory_counters WHERE name = {d.p}", [EVENTS_DROPPED])
+    return int(rows[0]["n"]) if rows else 0
+
+
 class SqlSession(ABC):
     """The primitives both SQL backends answer with the same SQL, through their dialect.
     A backend's session subclasses it and adds what only its database can say."""
@@ -462,6 +487,12 @@ class SqlSession(ABC):
 
     def append_events(self, events: Sequence[AnyEvent]) -> Op[list[int]]:
         return (yield from append_events_op(self.dialect, events))
+
+    def log_events(self, events: Sequence[AnyEvent], lost: int) -> Op[None]:
+        yield from log_events_op(self.dialect, events, lost)
+
+    def events_dropped(self) -> Op[int]:
+        return (yield from events_dropped_op(self.dialect))
 
     def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]:
         return (yield from query_events_op(self.dialect, query))

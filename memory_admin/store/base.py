@@ -10,12 +10,15 @@ statement at all for the in-memory backend. Two drivers run every flow: :meth:`_
 SQLite runs the sync driver on a worker thread, PostgreSQL runs the same statements on
 an async connection — never a second copy of a rule. No backend overrides a public
 method of :class:`BaseMemoryStore`.
+
+Events are the exception to "one unit per operation": an operation hands its event to
+the store's :class:`~memory_admin.store.event_buffer.EventBuffer`, which commits them
+in batches from a background thread, so a read never becomes a write to log itself.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -33,6 +36,7 @@ from memory_admin.errors import (
 )
 from memory_admin.events import (
     AnyEvent,
+    EventLogStats,
     EventQuery,
     EventSink,
     MemorySearchEvent,
@@ -62,6 +66,7 @@ from memory_admin.store.arguments import (
     clean_reason,
 )
 from memory_admin.store.batch import check_import_slots, plan_batch, validate_batch, write_events
+from memory_admin.store.event_buffer import DEFAULT_CAPACITY, DEFAULT_INTERVAL, EventBuffer, live_buffers
 from memory_admin.store.ids import IdFactory
 from memory_admin.store.plan import Cursor, SearchPlan, now_us
 from memory_admin.store.protocol import (
@@ -91,7 +96,6 @@ from memory_admin.tokenize import unique_tokens
 
 Clock = Callable[[], datetime]
 T = TypeVar("T")
-log = logging.getLogger(__name__)
 
 MAX_QUERY_TOKENS = 64
 """Distinct query tokens a search matches on; later ones are ignored (documented)."""
@@ -117,19 +121,38 @@ def full_capabilities(backend: str) -> MemoryStoreCapabilities:
     )
 
 
+def _commit_events(store: BaseMemoryStore, events: Sequence[AnyEvent], lost: int) -> None:
+    # looked up on each commit (not bound once), like every other unit the store runs
+    store._commit_events(events, lost)
+
+
 class BaseMemoryStore(ABC):
     """The public API of every backend. A backend declares its :attr:`capabilities_data`
     and implements :meth:`_open` (a session and a statement runner for a unit's mode);
-    a backend with native async connections also implements :meth:`_aopen`."""
+    a backend with native async connections also implements :meth:`_aopen`.
+
+    ``persist_events`` turns the event log off (sinks still hear every event);
+    ``event_flush_interval`` is how long an event may wait for its batch (what a crash
+    can lose) and ``event_buffer_size`` how many events wait at most before the oldest
+    are dropped (see :mod:`memory_admin.store.event_buffer`)."""
 
     backend_name: ClassVar[str] = "memory_store"
     capabilities_data: ClassVar[MemoryStoreCapabilities]
 
-    def __init__(self, *, clock: Clock = utc_now, sinks: Iterable[EventSink] = (), persist_events: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock = utc_now,
+        sinks: Iterable[EventSink] = (),
+        persist_events: bool = True,
+        event_flush_interval: float = DEFAULT_INTERVAL,
+        event_buffer_size: int = DEFAULT_CAPACITY,
+    ) -> None:
         self._clock = clock
         self._sinks: list[EventSink] = list(sinks)
         self._persist_events = persist_events
         self._ids = IdFactory()
+        self._events = EventBuffer(self, _commit_events, interval=event_flush_interval, capacity=event_buffer_size)
 
     # --- the backend's part ---------------------------------------------------------
 
@@ -151,11 +174,14 @@ class BaseMemoryStore(ABC):
         return self.capabilities_data
 
     def close(self) -> None:
-        """Release the store's connections; the store cannot be used afterwards."""
+        """Commit the events still buffered, stop their writer, then release the store's
+        connections; the store cannot be used afterwards. Safe to call twice."""
+        self._events.close()  # while the connections are still open
         self._release()
 
     async def aclose(self) -> None:
         """Release connections, async ones on the running loop included (see :meth:`close`)."""
+        await asyncio.to_thread(self._events.close)
         await self._arelease()
 
     def _release(self) -> None:
@@ -188,14 +214,12 @@ class BaseMemoryStore(ABC):
         return self._persist_events and self.capabilities().events
 
     def emit(self, event: AnyEvent) -> None:
-        """Append ``event`` to the store's event log (when it keeps one) and hand it to
-        every sink. Never raises: a failing log or sink is logged, and the operation the
-        event reports stands."""
+        """Queue ``event`` for the store's event log (when it keeps one; committed in a
+        batch within :attr:`event_flush_interval`) and hand it to every sink. Never
+        blocks on the log and never raises: a failing log or sink is logged, and the
+        operation the event reports stands."""
         if self._logging_events:
-            try:
-                self._append_event(event)
-            except Exception:
-                log.exception("could not persist %s event", event.type)
+            self._events.put(event)
         deliver(self._sinks, event)
 
     def _emit_all(self, events: Iterable[AnyEvent]) -> None:
@@ -204,12 +228,53 @@ class BaseMemoryStore(ABC):
                 self.emit(event)
 
     def record_event(self, event: AnyEvent) -> StoredEvent:
-        """Persist one event and return it with its id (raises on failure, unlike :meth:`emit`)."""
+        """Persist one event now, after the events emitted before it, and return it with
+        its id (raises on failure, unlike :meth:`emit`)."""
+        self.flush_events()
         return StoredEvent(id=self._append_event(event), event=event)
 
     def _append_event(self, event: AnyEvent) -> int:
         [event_id] = self._run_unit(Unit("write", lambda s: s.append_events([event])))
         return event_id
+
+    def _commit_events(self, events: Sequence[AnyEvent], lost: int) -> None:
+        """One batch of the buffer, and the events it had to drop, in one write unit."""
+        self._run_unit(Unit("append", lambda s: s.log_events(events, lost)))
+
+    @property
+    def event_flush_interval(self) -> float:
+        return self._events.interval
+
+    def _event_log_key(self) -> str:
+        """What identifies this store's event log within the process: store objects with
+        the same key log to the same place (a backend over a file or a server says which)."""
+        return f"{type(self).__name__}:{id(self)}"
+
+    def flush_events(self) -> None:
+        """Commit every event this process has emitted to this store's log — through this
+        store object or another one over the same data — before returning (their writer
+        threads would within :attr:`event_flush_interval`). Event reads and erasure call
+        it first, so a process always reads its own events."""
+        key = self._event_log_key()
+        for buffer in live_buffers():
+            owner = buffer.owner
+            if owner is self or (isinstance(owner, BaseMemoryStore) and owner._event_log_key() == key):
+                buffer.flush()
+
+    def event_log_stats(self) -> EventLogStats:
+        """How complete the log is: events dropped (by every process, as far as they
+        could report it) and this process's events still waiting for their batch."""
+        caps = self.capabilities()
+        if not caps.events:
+            raise CapabilityError(self.backend_name, ["events"])
+        local = self._events.stats()
+        logged = self._run_unit(Unit("read", lambda s: s.events_dropped()))
+        return EventLogStats(
+            logging=self._logging_events,
+            dropped=logged + local.unreported,
+            pending=local.pending,
+            flush_interval_s=self._events.interval,
+        )
 
     def _events_unit(self, mode: Mode, steps: Callable[[Session], Op[T]]) -> Unit[T]:
         if not self.capabilities().events:
@@ -217,7 +282,10 @@ class BaseMemoryStore(ABC):
         return Unit(mode, steps)
 
     def query_events(self, query: EventQuery | Mapping[str, object]) -> list[StoredEvent]:
+        """See :meth:`EventLogStore.query_events`; this process's own events are
+        committed first (:meth:`flush_events`), so it always reads what it emitted."""
         parsed = parse_model(EventQuery, query, what="event query")
+        self.flush_events()
         return self._run_unit(self._events_unit("read", lambda s: s.query_events(parsed)))
 
     def get_event(self, event_id: int) -> StoredEvent | None:
@@ -228,6 +296,7 @@ class BaseMemoryStore(ABC):
 
     def prune_events(self, before: datetime) -> int:
         before = check_time(before, "before")
+        self.flush_events()
         return self._run_unit(self._events_unit("write", lambda s: s.prune_events(before)))
 
     def import_events(self, events: Sequence[StoredEvent | Mapping[str, object]]) -> int:
@@ -238,6 +307,7 @@ class BaseMemoryStore(ABC):
         ]
         if not parsed:
             return 0
+        self.flush_events()
         return self._run_unit(self._events_unit("write", lambda s: s.import_events(parsed)))
 
     # --- write --------------------------------------------------------------------
@@ -404,13 +474,19 @@ class BaseMemoryStore(ABC):
 
     # --- erasure extension --------------------------------------------------------
 
+    # this process's buffered events about the scope are committed first, so the
+    # erasure (and its preview's count) covers them
+
     def erase(self, scope: Mapping[str, str]) -> ErasureReport:
+        self.flush_events()
         return self._drive(self._erase(scope, dry_run=False))
 
     async def aerase(self, scope: Mapping[str, str]) -> ErasureReport:
+        await asyncio.to_thread(self.flush_events)
         return await self._adrive(self._erase(scope, dry_run=False))
 
     def preview_erase(self, scope: Mapping[str, str]) -> ErasureReport:
+        self.flush_events()
         return self._drive(self._erase(scope, dry_run=True))
 
     def _erase(self, scope: Mapping[str, str], *, dry_run: bool) -> Flow[ErasureReport]:

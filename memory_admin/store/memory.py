@@ -52,6 +52,7 @@ class _State:
     next_seq: int = 1
     events: list[StoredEvent] = field(default_factory=list)
     next_event: int = 1
+    events_dropped: int = 0
 
 
 def passes_filters(record: MemoryRecord, plan: SearchPlan) -> bool:
@@ -228,6 +229,13 @@ class _Session:
             ids.append(self._state.next_event)
             self._state.next_event += 1
         return no_statements(ids)
+
+    def log_events(self, events: Sequence[AnyEvent], lost: int) -> Op[None]:
+        yield from self.append_events(events)
+        self._state.events_dropped += lost
+
+    def events_dropped(self) -> Op[int]:
+        return no_statements(self._state.events_dropped)
 
     def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]:
         found = [

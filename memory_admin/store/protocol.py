@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_admin.errors import CapabilityError
-from memory_admin.events import AnyEvent, EventQuery, EventSink, StoredEvent
+from memory_admin.events import AnyEvent, EventLogStats, EventQuery, EventSink, StoredEvent
 from memory_admin.records import (
     MemoryHit,
     MemoryRecord,
@@ -303,10 +303,26 @@ class EventLogStore(MemoryStore, Protocol):
     The store appends every event it emits (and every event handed to :meth:`emit`,
     such as recall events) to its log; dashboards read it back with
     :meth:`query_events`. Pruning removes events only, never records.
+
+    Events are telemetry, committed in batches off the operation's path: an emitted
+    event reaches the log within the store's flush interval, at once for this process's
+    own reads (:meth:`query_events`, :meth:`get_event`, erasure), and on
+    :meth:`~MemoryStore.close`. A crash loses at most the last interval's events, never
+    a record.
     """
 
     def emit(self, event: AnyEvent) -> None:
-        """Persist ``event`` (when the log is on) and deliver it to the sinks. Never raises."""
+        """Queue ``event`` for the log (when it is on) and deliver it to the sinks. Never
+        blocks on the log and never raises."""
+        ...
+
+    def flush_events(self) -> None:
+        """Commit every event emitted so far by this store object before returning."""
+        ...
+
+    def event_log_stats(self) -> EventLogStats:
+        """How many events the log is missing (dropped by any process whose writer fell
+        behind) and how many of this process's events are still waiting."""
         ...
 
     def add_sink(self, sink: EventSink) -> None:

@@ -18,10 +18,12 @@ from memory_admin.store.protocol import CorruptionScan, ScopeCounts, ScopeFacet
 
 T = TypeVar("T")
 
-Mode = Literal["read", "snapshot", "write", "maintain"]
+Mode = Literal["read", "snapshot", "write", "append", "maintain"]
 """How a unit runs: ``read`` (each statement sees committed data), ``snapshot`` (all of
-them one consistent state), ``write`` (one serialised, atomic write transaction) or
-``maintain`` (outside any transaction: checkpoints, VACUUM)."""
+them one consistent state), ``write`` (one serialised, atomic write transaction),
+``append`` (a write transaction whose commit need not reach the disk before the next
+durable one does: the event log's batches, which are telemetry) or ``maintain``
+(outside any transaction: checkpoints, VACUUM)."""
 
 Slot = tuple[Scope, str, str]
 """A key slot: ``(scope, kind, key)``; one live record holds it at a time."""
@@ -107,6 +109,13 @@ class Session(Protocol):
     def facets(self, scope: Scope | None, values_per_key: int) -> Op[list[ScopeFacet]]: ...
     def find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> Op[CorruptionScan]: ...
     def append_events(self, events: Sequence[AnyEvent]) -> Op[list[int]]: ...
+
+    def log_events(self, events: Sequence[AnyEvent], lost: int) -> Op[None]:
+        """Append a batch of events (their ids are not needed) and add ``lost`` to the
+        log's count of dropped events."""
+        ...
+
+    def events_dropped(self) -> Op[int]: ...
     def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]: ...
     def prune_events(self, before: datetime) -> Op[int]: ...
     def import_events(self, events: Sequence[StoredEvent]) -> Op[int]: ...

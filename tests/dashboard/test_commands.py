@@ -182,3 +182,14 @@ def test_memory_import_dates_facts_when_they_were_stated(tmp_path: Path) -> None
     }
     with pytest.raises(CommandError, match="observed_at"):
         run("memory_import", str(lines), "--store", url, "--observed-at", "2999-01-01T00:00:00+00:00")
+
+
+def test_memory_stats_reports_dropped_events(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    with open_store(url) as store:
+        store.write([{"scope": {"tenant": "acme"}, "kind": "fact", "content": "x", "provenance": {"source": "t"}}])
+        assert isinstance(store, SqliteMemoryStore)
+        store._commit_events([], 3)  # what a buffer that dropped three events reports with its next batch
+    out = run("memory_stats", "--store", url)
+    assert "Event log: 3 events dropped (a writer fell behind" in out
+    assert "tenant=acme: 1 records" in out

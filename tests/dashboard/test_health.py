@@ -154,3 +154,13 @@ def test_a_corrupt_row_is_listed_and_can_be_deleted(
     assert (
         'Rows that fail validation <span class="count">0</span>' in officer.get(health_url("tenant=t")).content.decode()
     )
+
+
+def test_events_dropped_by_a_writer_that_fell_behind_are_reported(
+    officer: Client, demo_store: InMemoryMemoryStore
+) -> None:
+    html = officer.get(health_url("tenant=acme")).content.decode()
+    assert 'Events missing from the log <span class="count">0</span>' in html and "None dropped." in html
+    demo_store._commit_events([], 7)  # what a buffer that dropped seven events reports with its next batch
+    html = officer.get(health_url("tenant=acme")).content.decode()
+    assert 'Events missing from the log <span class="count">7</span>' in html and "7 events dropped" in html

@@ -42,6 +42,9 @@ class TestPostgresStore(MemoryStoreConformance):
     def make_store(self, clock: FakeClock) -> PostgresMemoryStore:
         return PostgresMemoryStore(self.url, clock=clock)
 
+    def open_again(self, store: FullMemoryStore) -> FullMemoryStore:
+        return PostgresMemoryStore(self.url)
+
     def corrupt_row(self, store: FullMemoryStore, record_id: str, column: str, value: str) -> bool:
         _sql(self.url, f"UPDATE memory_records SET {column} = %s WHERE id = %s", [value, record_id])
         return True

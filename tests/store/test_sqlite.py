@@ -29,6 +29,10 @@ class TestSqliteStore(MemoryStoreConformance):
     def make_store(self, clock: FakeClock) -> SqliteMemoryStore:
         return SqliteMemoryStore(self.tmp_path / "memory.sqlite3", clock=clock)
 
+    def open_again(self, store: FullMemoryStore) -> FullMemoryStore:
+        assert isinstance(store, SqliteMemoryStore)
+        return SqliteMemoryStore(store.path)
+
     def corrupt_row(self, store: FullMemoryStore, record_id: str, column: str, value: str) -> bool:
         assert isinstance(store, SqliteMemoryStore)
         # the FTS index follows content edits (a trigger), so the row still matches its words

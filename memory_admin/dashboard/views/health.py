@@ -41,7 +41,11 @@ def health_context(access: Access, form: ScopeForm) -> dict[str, Any]:
     context.update(scope_context(resolution))
     if isinstance(resolution, PickScope):
         return context
-    return {**context, "report": build_health(store, resolution.scope, utc_now(), visible=access.allows)}
+    return {
+        **context,
+        "report": build_health(store, resolution.scope, utc_now(), visible=access.allows),
+        "event_log": store.event_log_stats() if store.capabilities().events else None,
+    }
 
 
 @require_POST

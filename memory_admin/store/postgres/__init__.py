@@ -247,7 +247,9 @@ class PostgresMemoryStore(BaseMemoryStore):
     def _open(self, mode: Mode) -> Iterator[tuple[PostgresSession, Callable[[Statement], list[Any]]]]:
         """``read`` and ``maintain`` run in autocommit (a one-statement read sees one
         snapshot); ``snapshot`` is one read-only REPEATABLE READ transaction; ``write``
-        one READ COMMITTED transaction (its locks reason in those terms)."""
+        one READ COMMITTED transaction (its locks reason in those terms); ``append`` a
+        write whose commit does not wait for the WAL flush (``synchronous_commit = off``:
+        a server crash may lose it, never corrupt anything)."""
         self._check_open()
         with self._errors(), self._pool.connection() as conn:
             session, execute = PostgresSession(self._frequencies), _executor(conn)
@@ -263,6 +265,8 @@ class PostgresMemoryStore(BaseMemoryStore):
                         conn.isolation_level, conn.read_only = psycopg.IsolationLevel.READ_COMMITTED, False
             else:
                 with conn.transaction():
+                    if mode == "append":
+                        conn.execute("SET LOCAL synchronous_commit = off")
                     yield session, execute
 
     @asynccontextmanager
@@ -285,11 +289,16 @@ class PostgresMemoryStore(BaseMemoryStore):
                             await conn.set_read_only(False)
                 else:
                     async with conn.transaction():
+                        if mode == "append":
+                            await conn.execute("SET LOCAL synchronous_commit = off")
                         yield session, execute
 
     async def _arun_unit(self, unit: Unit[T]) -> T:
         async with self._aopen(unit.mode) as (session, execute):
             return await arun_steps(unit.steps(session), execute)
+
+    def _event_log_key(self) -> str:
+        return f"postgres:{self._conninfo}"
 
     def _release(self) -> None:
         """Close both pools. Async pools are closed on their loop when it is idle or

@@ -96,6 +96,13 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE memory_records ADD COLUMN observed_at timestamptz;
     """,
+    # 3: named counters beside the event log (how many events it is missing)
+    """
+    CREATE TABLE memory_counters (
+        name text PRIMARY KEY,
+        n    bigint NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

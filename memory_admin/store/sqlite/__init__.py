@@ -126,19 +126,24 @@ class SqliteMemoryStore(BaseMemoryStore):
     def _open(self, mode: Mode) -> Iterator[tuple[SqliteSession, Callable[[Statement], list[Any]]]]:
         """``read`` and ``snapshot`` are one deferred transaction (one snapshot of the
         file); ``write`` takes the write lock first (``BEGIN IMMEDIATE``) and merges the
-        full-text index before committing a unit that forgot something; ``maintain``
-        runs outside any transaction."""
+        full-text index before committing a unit that forgot something; ``append`` is a
+        write whose commit skips the fsync (``synchronous = NORMAL``: it survives the
+        process, and reaches the disk with the next durable commit or checkpoint);
+        ``maintain`` runs outside any transaction."""
         with self._connection() as conn:
             session = SqliteSession(self._searcher, self._busy_timeout)
 
             def execute(statement: Statement) -> list[Any]:
                 return execute_statement(conn, statement)
 
+            relaxed = mode == "append" and self._synchronous.upper() in ("FULL", "EXTRA", "2", "3")
             try:
                 if mode == "maintain":
                     yield session, execute
                     return
-                if mode == "write":
+                if relaxed:
+                    conn.execute("PRAGMA synchronous = NORMAL")
+                if mode in ("write", "append"):
                     _drive_now(conn, begin_immediate(self._busy_timeout))
                 else:
                     conn.execute("BEGIN")
@@ -151,6 +156,12 @@ class SqliteMemoryStore(BaseMemoryStore):
                 if conn.in_transaction:
                     conn.rollback()
                 raise self._translate(exc) from None
+            finally:
+                if relaxed:
+                    conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+
+    def _event_log_key(self) -> str:
+        return f"sqlite:{self.path.resolve()}"
 
     def _release(self) -> None:
         self._closed = True

@@ -151,6 +151,16 @@ MIGRATIONS.append(
     """
 )
 
+MIGRATIONS.append(
+    # 5: named counters beside the event log (how many events it is missing)
+    """
+    CREATE TABLE memory_counters (
+        name TEXT PRIMARY KEY,
+        n    INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    """
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -20,6 +20,10 @@ class Command(BaseCommand):
         store = get_store(options["store"])
         caps = store.capabilities()
         self.stdout.write(f"Store: {caps.backend} (search: {caps.search})")
+        if caps.events:
+            dropped = store.event_log_stats().dropped
+            note = " (a writer fell behind; records are never dropped)" if dropped else ""
+            self.stdout.write(f"Event log: {dropped} event{'s' if dropped != 1 else ''} dropped{note}")
         facets = store.scope_facets(values_per_key=20)
         tenants = next((f for f in facets if f.key == "tenant"), None)
         if tenants is None:
