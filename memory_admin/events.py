@@ -66,6 +66,8 @@ class MemorySearchEvent(_Event):
     limit: int
     record_ids: list[str]
     duration_ms: float
+    redacted: bool = False
+    """The query preview was removed: a memory this search found has been forgotten."""
 
 
 class MemoryRecallEvent(_Event):
@@ -87,6 +89,8 @@ class MemoryRecallEvent(_Event):
     fallback: bool = False
     preview_run: bool = False
     duration_ms: float | None = None
+    redacted: bool = False
+    """The query preview was removed: a memory this recall held has been forgotten."""
 
 
 AnyEvent = MemoryWriteEvent | MemorySearchEvent | MemoryRecallEvent
@@ -102,6 +106,21 @@ _EVENT_ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(MemoryEvent)
 def parse_event(data: str | bytes) -> AnyEvent:
     """An event from its stored JSON."""
     return _EVENT_ADAPTER.validate_json(data)
+
+
+def forget_records(event: AnyEvent, forgotten: set[str]) -> AnyEvent | None:
+    """``event`` without the user text that may quote a forgotten record: an event that
+    names one of ``forgotten`` (found it, injected it, deferred it) loses its query
+    preview. ``None`` when there is nothing to change. Record ids stay: they are not
+    content, and the chain of what happened stays auditable."""
+    if isinstance(event, MemoryWriteEvent) or event.query_preview is None:
+        return None
+    named = set(event.record_ids)
+    if isinstance(event, MemoryRecallEvent):
+        named.update(event.deferred_ids)
+    if not named & forgotten:
+        return None
+    return event.model_copy(update={"query_preview": None, "query_clipped": False, "redacted": True})
 
 
 class EventQuery(BaseModel):

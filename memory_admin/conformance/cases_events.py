@@ -190,3 +190,38 @@ class EventCases(ConformanceBase):
             assert time.monotonic() - started < 10, "the writer thread never took the events"
             time.sleep(0.02)
         assert self._searches(raw_store) == 10
+
+    # --- forgetting reaches the events ----------------------------------------------------
+
+    @staticmethod
+    def _previews(store: FullMemoryStore) -> dict[str, bool]:
+        """Every stored query preview, and whether its event was redacted."""
+        found: dict[str, bool] = {}
+        for stored_event in store.query_events({"include_previews": True, "limit": 10_000}):
+            event = stored_event.event
+            if event.type != "agent.memory.write":
+                found[event.query_preview or ""] = found.get(event.query_preview or "", False) or event.redacted
+        return found
+
+    def test_deleting_a_record_removes_the_query_text_of_events_that_found_it(self, store: FullMemoryStore) -> None:
+        self._needs(store, events=True)
+        victim = store.write([rec("Mei eats vegetarian at Vlondel", U2)])[0]
+        store.write([rec("the weather is mild", U1)])
+        store.search({"scope": U2, "query": "does Mei eat at Vlondel"})
+        store.search({"scope": ACME, "query": "Vlondel vegetarian"})
+        store.search({"scope": U1, "query": "weather"})
+        assert store.delete(victim.id)
+        previews = self._previews(store)
+        assert not any("Vlondel" in text for text in previews), previews
+        assert previews.get("") is True, "the events that found it are marked redacted"
+        assert previews.get("weather") is False, "an event that never found it keeps its text"
+
+    def test_erasing_a_scope_removes_the_query_text_of_tenant_wide_events(self, store: FullMemoryStore) -> None:
+        self._needs(store, events=True, erasure=True)
+        store.write([rec("Mei eats vegetarian at Vlondel", U2), rec("Vlondel is closed on Mondays", U1)])
+        store.search({"scope": ACME, "query": "Vlondel vegetarian"})  # found both: tenant-wide, outlives the erasure
+        store.search({"scope": U1, "query": "when is Vlondel closed"})  # found only U1's
+        assert store.erase(U2).records == 1
+        previews = self._previews(store)
+        assert "Vlondel vegetarian" not in previews and previews.get("") is True
+        assert previews.get("when is Vlondel closed") is False

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from memory_admin.errors import MemoryCorruptionError, MemoryValidationError
-from memory_admin.events import AnyEvent, EventQuery, StoredEvent, parse_event
+from memory_admin.events import AnyEvent, EventQuery, StoredEvent, forget_records, parse_event
 from memory_admin.records import MemoryRecord, validation_problems
 from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, canonical_scope, scope_json
 from memory_admin.store.plan import SearchPlan
@@ -435,6 +435,46 @@ def append_events_op(d: Dialect, events: Sequence[AnyEvent]) -> Op[list[int]]:
     return ids
 
 
+FORGET_SCAN_CHUNK = 1000
+
+
+def forget_in_events_op(d: Dialect, tenant: str, record_ids: Sequence[str]) -> Op[int]:
+    """Remove the query previews of ``tenant``'s events that name a forgotten record,
+    reading them a chunk at a time in id order. One forgotten record is looked for in
+    the stored text first (its id appears in every event that names it); many are
+    matched on the parsed events."""
+    forgotten = set(record_ids)
+    if not forgotten:
+        return 0
+    narrow: tuple[str, list[Any]] = ("", [])
+    if len(forgotten) == 1:
+        narrow = (f" AND body LIKE {d.p}", [f"%{next(iter(forgotten))}%"])
+    changed = last = 0
+    while True:
+        rows = yield Statement(
+            f"SELECT eid, body FROM memory_events WHERE tenant = {d.p} AND type <> {d.p} AND eid > {d.p}"
+            f"{narrow[0]} ORDER BY eid LIMIT {d.p}",
+            [tenant, "agent.memory.write", last, *narrow[1], FORGET_SCAN_CHUNK],
+        )
+        updates = []
+        for row in rows:
+            scrubbed = forget_records(parse_event(row["body"]), forgotten)
+            if scrubbed is not None:
+                updates.append((scrubbed.model_dump_json(), int(row["eid"])))
+        if updates:
+            yield Statement(f"UPDATE memory_events SET body = {d.p} WHERE eid = {d.p}", updates, many=True)
+            changed += len(updates)
+        if len(rows) < FORGET_SCAN_CHUNK:
+            return changed
+        last = int(rows[-1]["eid"])
+
+
+def ids_in_scopes_op(d: Dialect, scope_ids: Sequence[int]) -> Op[list[str]]:
+    where, params = d.one_of("scope_id", scope_ids)
+    rows = yield Statement(f"SELECT id FROM memory_records WHERE {where}", params)
+    return [row["id"] for row in rows]
+
+
 EVENTS_DROPPED = "events_dropped"
 """The counter (``memory_counters``) of events the log is missing."""
 
@@ -480,6 +520,12 @@ class SqlSession(ABC):
 
     def erase_events(self, scope: Scope, *, dry_run: bool) -> Op[int]:
         return (yield from erase_events_op(self.dialect, scope, dry_run=dry_run))
+
+    def forget_in_events(self, tenant: str, record_ids: Sequence[str]) -> Op[int]:
+        return (yield from forget_in_events_op(self.dialect, tenant, record_ids))
+
+    def ids_in_scopes(self, scope_ids: Sequence[int]) -> Op[list[str]]:
+        return (yield from ids_in_scopes_op(self.dialect, scope_ids))
 
     def find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> Op[CorruptionScan]:
         where = None if scope is None else (yield from self.records_under(scope))

@@ -53,7 +53,7 @@ from memory_admin.records import (
     parse_model,
     utc_now,
 )
-from memory_admin.scope import canonical_scope, scope_json
+from memory_admin.scope import TENANT_KEY, canonical_scope, scope_json
 from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store._sql import Op, Statement
 from memory_admin.store.arguments import (
@@ -456,15 +456,30 @@ class BaseMemoryStore(ABC):
         change = Invalidation(record_id, now, reason)
         return current.model_copy(update={"invalid_at": now, "invalid_reason": reason, "updated_at": now}), change
 
+    # as for erasure: this process's buffered events are committed first, so forgetting
+    # reaches the ones that have not been written yet
+
     def delete(self, record_id: str) -> bool:
+        self.flush_events()
         return self._drive(self._delete(record_id))
 
     async def adelete(self, record_id: str) -> bool:
+        await asyncio.to_thread(self.flush_events)
         return await self._adrive(self._delete(record_id))
 
     def _delete(self, record_id: str) -> Flow[bool]:
         check_id(record_id)
-        existed: bool = yield Unit("write", lambda s: s.delete(record_id))
+
+        def steps(s: Session) -> Op[bool]:
+            tenant = yield from s.tenant_of(record_id)
+            if tenant is None:
+                return False
+            yield from s.delete(record_id)
+            # the events that found it lose the query text that may quote it, in the same transaction
+            yield from s.forget_in_events(tenant, [record_id])
+            return True
+
+        existed: bool = yield Unit("write", steps)
         if existed:
             yield from self._scrub()
         return existed
@@ -500,6 +515,8 @@ class BaseMemoryStore(ABC):
             sample = yield from s.newest_ids(ids, 10)
             events = yield from s.erase_events(canonical, dry_run=dry_run)
             if not dry_run:
+                # tenant-wide events that found an erased record keep no text that may quote it
+                yield from s.forget_in_events(canonical[TENANT_KEY], (yield from s.ids_in_scopes(ids)))
                 yield from s.drop_scopes(ids)
             return ErasureReport(
                 scope=canonical,

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memory_admin.events import AnyEvent, EventQuery, StoredEvent, event_matches
+from memory_admin.events import AnyEvent, EventQuery, StoredEvent, event_matches, forget_records
 from memory_admin.records import KINDS, MemoryHit, MemoryRecord
-from memory_admin.scope import Scope, is_subset_match, scope_json, scope_matches, visible_to_agent
+from memory_admin.scope import TENANT_KEY, Scope, is_subset_match, scope_json, scope_matches, visible_to_agent
 from memory_admin.store import ranking
 from memory_admin.store._sql import Op, Statement, no_statements
 from memory_admin.store.base import (
@@ -98,6 +98,7 @@ class _Session:
         self._updates: dict[str, MemoryRecord] = {}
         self._deletes: set[str] = set()
         self._erased_scopes: list[Scope] = []
+        self._forgotten: dict[str, set[str]] = {}  # tenant -> record ids whose events lose their previews
         self._handles: dict[int, Scope] = {}
 
     def _current(self, record_id: str) -> MemoryRecord | None:
@@ -170,6 +171,23 @@ class _Session:
     def _in(self, scope_ids: Sequence[int]) -> list[MemoryRecord]:
         wanted = {scope_json(self._handles[i]) for i in scope_ids}
         return [r for r in self._records() if scope_json(r.scope) in wanted]
+
+    def tenant_of(self, record_id: str) -> Op[str | None]:
+        record = self._current(record_id)
+        return no_statements(None if record is None else record.scope[TENANT_KEY])
+
+    def ids_in_scopes(self, scope_ids: Sequence[int]) -> Op[list[str]]:
+        return no_statements([r.id for r in self._in(scope_ids)])
+
+    def forget_in_events(self, tenant: str, record_ids: Sequence[str]) -> Op[int]:
+        forgotten = self._forgotten.setdefault(tenant, set())
+        forgotten.update(record_ids)
+        changed = sum(
+            1
+            for stored in self._state.events
+            if stored.event.scope[TENANT_KEY] == tenant and forget_records(stored.event, forgotten) is not None
+        )
+        return no_statements(changed)
 
     def kind_counts(self, scope_ids: Sequence[int]) -> Op[dict[str, int]]:
         return no_statements(dict(sorted(Counter(r.kind for r in self._in(scope_ids)).items())))
@@ -271,6 +289,12 @@ class _Session:
         state = self._state
         for scope in self._erased_scopes:
             state.events = [e for e in state.events if not is_subset_match(e.event.scope, scope)]
+        for tenant, forgotten in self._forgotten.items():
+            for index, stored in enumerate(state.events):
+                if stored.event.scope[TENANT_KEY] == tenant:
+                    scrubbed = forget_records(stored.event, forgotten)
+                    if scrubbed is not None:
+                        state.events[index] = StoredEvent(id=stored.id, event=scrubbed)
         for record_id in self._deletes:
             self._store._remove(record_id)
         for record_id, record in self._updates.items():

@@ -92,6 +92,20 @@ class Session(Protocol):
     def delete(self, record_id: str) -> Op[bool]: ...
     def expired_ids(self, scope: Scope, now: datetime) -> Op[list[str]]: ...
 
+    def tenant_of(self, record_id: str) -> Op[str | None]:
+        """The tenant of a stored record (a corrupt row's too), ``None`` if there is none."""
+        ...
+
+    def ids_in_scopes(self, scope_ids: Sequence[int]) -> Op[list[str]]:
+        """The ids of every record in these scopes."""
+        ...
+
+    def forget_in_events(self, tenant: str, record_ids: Sequence[str]) -> Op[int]:
+        """In the same transaction as forgetting ``record_ids``: every event of ``tenant``
+        that names one of them loses its query preview (:func:`~memory_admin.events.forget_records`).
+        Returns how many events changed."""
+        ...
+
     def scopes_under(self, scope: Scope, *, lock: bool) -> Op[list[tuple[int, Scope]]]:
         """Every stored scope containing ``scope``'s pairs, with its handle."""
         ...

@@ -174,6 +174,50 @@ def test_forgotten_content_is_gone_from_the_file_and_wal(tmp_path: Path, how: st
     store.close()
 
 
+@pytest.mark.parametrize("how", ["delete", "erase"])
+def test_forgotten_content_is_gone_from_the_events_that_quoted_it(tmp_path: Path, how: str) -> None:
+    """A canary searched for (in its scope and tenant-wide) and recalled leaves its words
+    in those events' query previews; forgetting it leaves none, in the file or the WAL."""
+    from memory_admin.recall import assemble_recall
+
+    path = tmp_path / "memory.sqlite3"
+    store = SqliteMemoryStore(path)
+    victim_scope = {"tenant": "acme", "user": "canaryuser5521"}
+    for i in range(200):
+        write_one(store, f"ordinary memory number {i} about the weather")
+    victim = store.write(
+        [
+            {
+                "scope": victim_scope,
+                "kind": "fact",
+                "content": "Qwertcanary9182 eats at Brasserie Vlondel",
+                "provenance": PROV,
+            }
+        ]
+    )[0]
+    assert store.search({"scope": victim_scope, "query": "where does Qwertcanary9182 eat? Vlondel?"})
+    assert store.search({"scope": {"tenant": "acme"}, "query": "Qwertcanary9182 Vlondel"})
+    assert assemble_recall(store, victim_scope, "Book Qwertcanary9182 a table at Vlondel").report.count == 1
+    store.search({"scope": U1, "query": "the weather today"})  # an event that never found the victim
+    markers = [b"Qwertcanary9182", b"qwertcanary9182", b"Vlondel", b"vlondel"]
+    store.flush_events()
+    assert any(marker in file_bytes(path) for marker in markers), "the canary was written"
+
+    if how == "delete":
+        assert store.delete(victim.id)
+    else:
+        assert store.erase(victim_scope).records == 1
+
+    assert [marker for marker in markers if marker in file_bytes(path)] == []
+    events = store.query_events({"include_previews": True})
+    redacted = [e.event for e in events if getattr(e.event, "redacted", False)]
+    assert len(redacted) == (3 if how == "delete" else 1), "only the tenant-wide search outlives an erasure"
+    assert all(victim.id in e.event.model_dump_json() for e in events if getattr(e.event, "redacted", False))
+    kept = [e.event for e in events if getattr(e.event, "query_preview", None) == "the weather today"]
+    assert len(kept) == 1, "events that never found the forgotten record keep their text"
+    store.close()
+
+
 # --- ranking in large scopes ---------------------------------------------------------------
 
 

@@ -229,6 +229,10 @@ class PostgresSession(SqlSession):
         )
         return [(int(row["scope_id"]), json.loads(row["scope"])) for row in rows]
 
+    def tenant_of(self, record_id: str) -> Op[str | None]:
+        rows = yield Statement("SELECT tenant FROM memory_records WHERE id = %s", [record_id])
+        return str(rows[0]["tenant"]) if rows else None
+
     def drop_scopes(self, scope_ids: Sequence[int]) -> Op[None]:
         yield Statement("DELETE FROM memory_records WHERE scope_id = ANY(%s)", [list(scope_ids)])
         yield Statement("DELETE FROM memory_scopes WHERE scope_id = ANY(%s)", [list(scope_ids)])

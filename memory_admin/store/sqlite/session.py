@@ -266,6 +266,14 @@ class SqliteSession(SqlSession):
         for table in ("memory_scope_pairs", "memory_scopes", "memory_scope_kinds"):
             yield Statement(f"DELETE FROM {table} WHERE scope_id IN (SELECT value FROM json_each(?))", [doomed])
 
+    def tenant_of(self, record_id: str) -> Op[str | None]:
+        rows = yield Statement(
+            "SELECT s.tenant FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id WHERE r.id = ?",
+            [id_key(record_id)],
+            raw=True,
+        )
+        return str(rows[0][0]) if rows else None
+
     def delete(self, record_id: str) -> Op[bool]:
         key = id_key(record_id)
         rows = yield Statement("SELECT scope_id FROM memory_records WHERE id = ?", [key], raw=True)
