@@ -44,6 +44,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "restore": Subcommand("memory_restore", "restore the SQLite memory file from a backup (stop its users first)"),
     "copy": Subcommand("memory_copy", "copy every record and event into another store (SQLite to PostgreSQL)"),
     "prune-events": Subcommand("memory_events_prune", "delete memory events older than an age"),
+    "scrub": Subcommand("memory_scrub", "finish a delete or erasure whose scrub is pending"),
     "manage": Subcommand("", "any other Django management command, e.g. `manage changepassword NAME`"),
 }
 

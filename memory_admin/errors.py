@@ -125,6 +125,27 @@ class SchemaVersionError(MemoryStoreError):
         )
 
 
+class MemoryScrubPendingError(MemoryStoreError):
+    """Forgetting committed — the records are gone from every read, index and event — but
+    their bytes still sit in the store's files because another connection holds an older
+    snapshot (SQLite keeps the pages it may read). Nothing is lost by waiting: run
+    ``memory-admin scrub`` (or ``store.scrub()``) once readers are idle.
+    ``what`` says what was forgotten; ``report`` is an erasure's report, when it was one."""
+
+    code = "scrub_pending"
+    command = "memory-admin scrub"
+
+    def __init__(self, what: str, *, report: Any = None) -> None:
+        self.what = what
+        self.report = report
+        super().__init__(
+            f"{what} is forgotten, but its bytes remain in the store's write-ahead log while another "
+            f"connection holds an older snapshot. Run `{self.command}` when readers are idle to finish.",
+            what=what,
+            command=self.command,
+        )
+
+
 class MemoryBusyError(MemoryStoreError):
     """The store stayed locked by other writers for longer than the busy timeout."""
 

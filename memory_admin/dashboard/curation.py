@@ -16,7 +16,7 @@ from datetime import datetime
 from memory_admin.dashboard.audit import audited
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Ability, Access, NotVisible
-from memory_admin.errors import MemoryValidationError
+from memory_admin.errors import MemoryScrubPendingError, MemoryValidationError
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.scope import Scope, canonical_scope, format_scope
 from memory_admin.store import (
@@ -116,7 +116,10 @@ def delete_record(
     with audited(
         access, AuditEntry.Action.DELETE, scope, reason=reason, record_ids=[record_id], backend=_name(store)
     ) as entry:
-        entry.counts = {"records": int(store.delete(record_id))}
+        try:
+            entry.counts = {"records": int(store.delete(record_id))}
+        except MemoryScrubPendingError as pending:
+            entry.counts = {"records": 1, "scrub_pending": pending.command}
     return entry
 
 
@@ -133,7 +136,11 @@ def erase_scope(store: ErasableMemoryStore, access: Access, scope: Mapping[str, 
     canonical = _confine(access, Ability.FORGET, scope, f"Scope {format_scope(scope)}")
     require_memory(store, MemoryNeeds(erasure=True))
     with audited(access, AuditEntry.Action.ERASE, canonical, reason=reason, backend=_name(store)) as entry:
-        report = store.erase(canonical)
+        scrub_pending = None
+        try:
+            report = store.erase(canonical)
+        except MemoryScrubPendingError as pending:
+            report, scrub_pending = pending.report, pending.command
         entry.counts = {
             "records": report.records,
             "by_kind": dict(report.by_kind),
@@ -141,6 +148,8 @@ def erase_scope(store: ErasableMemoryStore, access: Access, scope: Mapping[str, 
             "scopes": len(report.scopes),
             "scope_list": [format_scope(s) for s in report.scopes[:RECEIPT_SCOPES]],
         }
+        if scrub_pending:
+            entry.counts["scrub_pending"] = scrub_pending
     return entry
 
 

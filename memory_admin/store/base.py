@@ -32,6 +32,7 @@ from memory_admin.errors import (
     MemoryConflictError,
     MemoryLimitError,
     MemoryNotFoundError,
+    MemoryScrubPendingError,
     MemoryValidationError,
 )
 from memory_admin.events import (
@@ -53,7 +54,7 @@ from memory_admin.records import (
     parse_model,
     utc_now,
 )
-from memory_admin.scope import TENANT_KEY, canonical_scope, scope_json
+from memory_admin.scope import TENANT_KEY, canonical_scope, format_scope, scope_json
 from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store._sql import Op, Statement
 from memory_admin.store.arguments import (
@@ -104,6 +105,9 @@ MAX_CHAIN_LENGTH = 1000
 DEFAULT_MAX_CONTENT_CHARS = 10_000
 DEFAULT_MAX_LIMIT = 1000
 DEFAULT_MAX_BATCH = 10_000
+SCRUB_WAIT_S = 2.0
+"""How long delete, erase and sweep wait for readers' old snapshots before they report
+the scrub pending (instead of holding the caller for the whole busy timeout)."""
 
 
 def full_capabilities(backend: str) -> MemoryStoreCapabilities:
@@ -481,11 +485,22 @@ class BaseMemoryStore(ABC):
 
         existed: bool = yield Unit("write", steps)
         if existed:
-            yield from self._scrub()
+            yield from self._scrub(f"Record {record_id}")
         return existed
 
-    def _scrub(self) -> Flow[None]:
-        yield Unit("maintain", lambda s: s.scrub())
+    def _scrub(self, what: str, report: ErasureReport | None = None) -> Flow[None]:
+        """After forgetting: no forgotten byte left in the store's files within
+        :data:`SCRUB_WAIT_S`, else :class:`MemoryScrubPendingError` (the forgetting stands)."""
+        done: bool = yield Unit("maintain", lambda s: s.scrub(SCRUB_WAIT_S))
+        if not done:
+            raise MemoryScrubPendingError(what, report=report)
+
+    def scrub(self, wait: float = 30.0) -> bool:
+        """Finish what a forgetting left pending: checkpoint the store's files so no
+        forgotten byte remains, trying for up to ``wait`` seconds while other connections
+        hold older snapshots. ``True`` once nothing remains."""
+        done: bool = self._run_unit(Unit("maintain", lambda s: s.scrub(wait)))
+        return done
 
     # --- erasure extension --------------------------------------------------------
 
@@ -531,7 +546,7 @@ class BaseMemoryStore(ABC):
 
         report: ErasureReport = yield Unit("snapshot" if dry_run else "write", steps)
         if not dry_run:
-            yield from self._scrub()
+            yield from self._scrub(f"Scope {format_scope(canonical)}", report)
         return report
 
     # --- admin extension ----------------------------------------------------------
@@ -636,7 +651,7 @@ class BaseMemoryStore(ABC):
 
         swept: int = yield Unit("write", steps)
         if swept:
-            yield from self._scrub()
+            yield from self._scrub(f"{swept} expired records")
         return swept
 
     def find_corrupt(

@@ -279,8 +279,8 @@ class _Session:
             state.next_event = max(state.next_event, state.events[-1].id + 1)
         return no_statements(len(fresh))
 
-    def scrub(self) -> Op[None]:
-        return no_statements(None)  # nothing outlives a deleted row in RAM
+    def scrub(self, wait: float) -> Op[bool]:
+        return no_statements(True)  # nothing outlives a deleted row in RAM
 
     def optimize(self) -> Op[None]:
         return no_statements(None)

@@ -359,6 +359,12 @@ class FullMemoryStore(ErasableMemoryStore, AdminMemoryStore, EventLogStore, Prot
         """Compact indexes after a large import; safe at any time."""
         ...
 
+    def scrub(self, wait: float = 30.0) -> bool:
+        """Leave no forgotten byte in the store's files (what a
+        :class:`~memory_admin.errors.MemoryScrubPendingError` left to do), waiting up to
+        ``wait`` seconds for readers' older snapshots; ``True`` once nothing remains."""
+        ...
+
     async def aclose(self) -> None:
         """Release connections, async ones on the running loop included."""
         ...

@@ -134,9 +134,11 @@ class Session(Protocol):
     def prune_events(self, before: datetime) -> Op[int]: ...
     def import_events(self, events: Sequence[StoredEvent]) -> Op[int]: ...
 
-    def scrub(self) -> Op[None]:
+    def scrub(self, wait: float) -> Op[bool]:
         """After forgetting (``maintain`` mode): leave no forgotten byte in the store's
-        files (checkpoint the write-ahead log). A no-op where there is nothing to do."""
+        files (checkpoint the write-ahead log), trying for up to ``wait`` seconds while
+        readers hold older snapshots. ``True`` once nothing remains (at once where there
+        is nothing to do)."""
         ...
 
     def optimize(self) -> Op[None]: ...

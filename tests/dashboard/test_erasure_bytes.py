@@ -135,3 +135,30 @@ def test_delete_through_the_dashboard_leaves_no_bytes(
     assert done.status_code == 303
     assert CANARY.encode() not in file_bytes(path)
     assert store.get(first_id) is not None  # only that record went
+
+
+def test_a_delete_whose_scrub_is_pending_says_so_on_its_receipt(
+    store: SqliteMemoryStore, tmp_path: Path, client_for: MakeClient
+) -> None:
+    import sqlite3
+
+    from django.core.management import call_command
+
+    path = tmp_path / "memory.sqlite3"
+    [record] = store.write(
+        [{"scope": U1, "kind": "fact", "content": f"Delete me {CANARY}.", "provenance": {"source": "s"}}]
+    )
+    store.scrub()
+    reader = sqlite3.connect(path)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM memory_records").fetchone()  # an agent mid-read, holding its snapshot
+    officer: Client = client_for("privacy-officer", "tenant=t")
+    done = officer.post(reverse("dashboard:delete_run", args=[record.id]), {"confirm_id": record.id, "reason": "asked"})
+    assert done.status_code == 303
+    receipt = officer.get(done["Location"]).content.decode()
+    assert "Scrub pending." in receipt and "memory-admin scrub" in receipt
+    assert store.get(record.id) is None and CANARY.encode() in file_bytes(path)
+    reader.rollback()
+    reader.close()
+    call_command("memory_scrub", "--store", f"sqlite:///{path}")
+    assert CANARY.encode() not in file_bytes(path)

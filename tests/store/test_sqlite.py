@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,46 @@ def test_forgotten_content_is_gone_from_the_events_that_quoted_it(tmp_path: Path
     assert all(victim.id in e.event.model_dump_json() for e in events if getattr(e.event, "redacted", False))
     kept = [e.event for e in events if getattr(e.event, "query_preview", None) == "the weather today"]
     assert len(kept) == 1, "events that never found the forgotten record keep their text"
+    store.close()
+
+
+@pytest.mark.parametrize("how", ["delete", "erase"])
+def test_a_reader_holding_a_snapshot_makes_the_scrub_pending_not_silent(tmp_path: Path, how: str) -> None:
+    """Forgetting while another connection holds an old snapshot: the records are gone at
+    once, the call says within a bounded time that bytes remain (never a silent success,
+    never the whole busy timeout), and scrub() finishes the job once the reader lets go."""
+    from memory_admin.errors import MemoryScrubPendingError
+    from memory_admin.store.base import SCRUB_WAIT_S
+
+    path = tmp_path / "memory.sqlite3"
+    store = SqliteMemoryStore(path, busy_timeout=30.0)
+    victim_scope = {"tenant": "acme", "user": "canaryuser5521"}
+    for i in range(50):
+        write_one(store, f"ordinary memory number {i}")
+    victim = store.write(
+        [{"scope": victim_scope, "kind": "fact", "content": "Plokcanary4410 sails", "provenance": PROV}]
+    )[0]
+    store.scrub()  # the canary now lives in the main file, as after any checkpoint
+    reader = sqlite3.connect(path)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM memory_records").fetchone()[0] == 51  # holds this snapshot
+
+    started = time.monotonic()
+    forget = (lambda: store.delete(victim.id)) if how == "delete" else (lambda: store.erase(victim_scope))
+    with pytest.raises(MemoryScrubPendingError) as pending:
+        forget()
+    assert time.monotonic() - started < SCRUB_WAIT_S + 5, "bounded, not the 30 s busy timeout"
+    assert pending.value.command in pending.value.message
+    if how == "erase":
+        assert pending.value.report is not None and pending.value.report.records == 1
+    assert store.get(victim.id) is None, "the forgetting itself committed"
+    assert b"Plokcanary4410" in file_bytes(path), "the bytes the snapshot needs are still on disk"
+    assert store.scrub(wait=0.2) is False
+
+    reader.rollback()
+    reader.close()
+    assert store.scrub(wait=5.0) is True
+    assert b"Plokcanary4410" not in file_bytes(path) and b"plokcanary4410" not in file_bytes(path)
     store.close()
 
 

@@ -371,27 +371,35 @@ class SqliteSession(SqlSession):
             added += len(rows)
         return added
 
-    def scrub(self) -> Op[None]:
-        """Checkpoint and truncate the WAL so no frame keeps forgotten content."""
+    def scrub(self, wait: float) -> Op[bool]:
+        """Checkpoint and truncate the WAL so no frame keeps forgotten content; a reader
+        holding an older snapshot keeps the checkpoint from finishing."""
         self._searcher.terms.reset()
-        deadline = time.monotonic() + self._busy_timeout
-        while True:
-            try:
-                busy = (yield Statement("PRAGMA wal_checkpoint(TRUNCATE)", raw=True))[0][0]
-            except sqlite3.OperationalError as exc:
-                if not is_busy(exc):
-                    raise
-                busy = 1
-            if not busy or time.monotonic() >= deadline:
-                return
-            time.sleep(0.02)
+        deadline = time.monotonic() + wait
+        # a checkpoint waits for readers through the busy handler: bound each try by ``wait``
+        yield Statement(f"PRAGMA busy_timeout = {max(1, int(wait * 1000))}", raw=True)
+        try:
+            while True:
+                try:
+                    busy = (yield Statement("PRAGMA wal_checkpoint(TRUNCATE)", raw=True))[0][0]
+                except sqlite3.OperationalError as exc:
+                    if not is_busy(exc):
+                        raise
+                    busy = 1
+                if not busy:
+                    return True
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.02)
+        finally:
+            yield Statement(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}", raw=True)
 
     def optimize(self) -> Op[None]:
         """Merge the full-text index into one segment (every query opens each segment)."""
         yield from begin_immediate(self._busy_timeout)
         yield Statement("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
         yield Statement("COMMIT")
-        yield from self.scrub()
+        yield from self.scrub(self._busy_timeout)
 
 
 def begin_immediate(timeout: float) -> Op[None]:
