@@ -51,6 +51,18 @@ class ExtensionCases(ConformanceBase):
         assert contents(store.search({"scope": {"tenant": "globex"}})) == ["other tenant u1"]
         assert sorted(contents(store.search({"scope": ACME, "query": "fact note"}))) == ["tenant fact", "u10 fact"]
 
+    def test_erase_preview_names_records_elsewhere_that_mention_the_scope(self, store: FullMemoryStore) -> None:
+        self._needs(store, erasure=True)
+        mei = {"tenant": "acme", "user": "mei"}
+        store.write([rec("Mei eats vegetarian.", mei), rec("Mei moved to Osaka.", mei)])
+        [about_mei] = store.write([rec("Dana shares the ledger with Mei.", U2)])
+        store.write([rec("Dana likes tea.", U2), rec("Mei of globex, another person.", OTHER)])
+        preview = store.preview_erase(mei)
+        assert preview.records == 2 and preview.mentions == [about_mei.id], "only other scopes, only this tenant"
+        assert store.preview_erase({"tenant": "acme", "user": "zed"}).mentions == []
+        report = store.erase(mei)
+        assert report.mentions == [] and store.get(about_mei.id) is not None, "erasure leaves them to a person"
+
     def test_erase_needs_a_tenant(self, store: FullMemoryStore) -> None:
         self._needs(store, erasure=True)
         with pytest.raises(MemoryValidationError):

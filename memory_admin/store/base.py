@@ -30,6 +30,7 @@ from typing import Any, ClassVar, TypeVar
 from memory_admin.errors import (
     CapabilityError,
     MemoryConflictError,
+    MemoryCorruptionError,
     MemoryLimitError,
     MemoryNotFoundError,
     MemoryScrubPendingError,
@@ -54,7 +55,7 @@ from memory_admin.records import (
     parse_model,
     utc_now,
 )
-from memory_admin.scope import TENANT_KEY, canonical_scope, format_scope, scope_json
+from memory_admin.scope import TENANT_KEY, Scope, canonical_scope, format_scope, is_subset_match, scope_json
 from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store._sql import Op, Statement
 from memory_admin.store.arguments import (
@@ -105,6 +106,8 @@ MAX_CHAIN_LENGTH = 1000
 DEFAULT_MAX_CONTENT_CHARS = 10_000
 DEFAULT_MAX_LIMIT = 1000
 DEFAULT_MAX_BATCH = 10_000
+MAX_MENTIONS = 25
+"""Records an erasure's dry run lists as naming the scope elsewhere in the tenant."""
 SCRUB_WAIT_S = 2.0
 """How long delete, erase and sweep wait for readers' old snapshots before they report
 the scrub pending (instead of holding the caller for the whole busy timeout)."""
@@ -545,9 +548,24 @@ class BaseMemoryStore(ABC):
             )
 
         report: ErasureReport = yield Unit("snapshot" if dry_run else "write", steps)
-        if not dry_run:
-            yield from self._scrub(f"Scope {format_scope(canonical)}", report)
+        if dry_run:
+            return report.model_copy(update={"mentions": (yield from self._mentions(canonical))})
+        yield from self._scrub(f"Scope {format_scope(canonical)}", report)
         return report
+
+    def _mentions(self, scope: Scope) -> Flow[list[str]]:
+        """Records elsewhere in the tenant that name the scope's values (a dry run's
+        advice, so a corrupt row on the way skips it rather than failing the preview)."""
+        words = sorted({t for k, v in scope.items() if k != TENANT_KEY for t in unique_tokens(v) if len(t) >= 3})
+        if not words:
+            return []
+        tenant = {TENANT_KEY: scope[TENANT_KEY]}
+        plan = self._plan({"scope": tenant, "query": " ".join(words), "include_invalidated": True, "limit": 100})
+        try:
+            hits, _ = yield from self._page(plan)
+        except MemoryCorruptionError:
+            return []
+        return [hit.record.id for hit in hits if not is_subset_match(hit.record.scope, scope)][:MAX_MENTIONS]
 
     # --- admin extension ----------------------------------------------------------
 

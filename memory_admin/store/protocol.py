@@ -165,6 +165,9 @@ class ErasureReport(_Frozen):
     scopes: list[Scope]
     sample_ids: list[str] = Field(default_factory=list)
     at: UtcDatetime
+    mentions: list[str] = Field(default_factory=list)
+    """A dry run only: ids of records in *other* scopes of the tenant whose text names the
+    scope's values (``user=mei`` → "mei"). Erasure leaves them; whoever erases decides."""
 
 
 @runtime_checkable

@@ -331,3 +331,13 @@ def test_a_failed_action_is_audited_as_failed(
     assert response.status_code == 503 and "busy" in response.content.decode()
     entry = AuditEntry.objects.get()
     assert entry.outcome == "failed" and "busy" in entry.error and entry.finished_at is not None
+
+
+def test_erase_preview_lists_records_elsewhere_that_mention_the_person(
+    officer: Client, demo_store: InMemoryMemoryStore
+) -> None:
+    preview = officer.get(reverse("dashboard:erase"), {"scope": "tenant=acme,user=mei"}).content.decode()
+    assert "Other records that mention this scope" in preview
+    dana = find(demo_store, "tenant=acme,user=dana", "Mei (ledger)")
+    assert reverse("dashboard:record", args=[dana.id]) in preview
+    assert preview.count('class="sample mentions"') == 1

@@ -25,7 +25,7 @@ from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, se
 from memory_admin.errors import MemoryCorruptionError
 from memory_admin.records import MemoryRecord
 from memory_admin.scope import Scope, format_scope
-from memory_admin.store import ErasureReport, FullMemoryStore
+from memory_admin.store import ErasureReport, FullMemoryStore, MemoryStore
 
 DELETE = "dashboard/record_delete.html"
 ERASE_PREVIEW = "dashboard/erase_preview.html"
@@ -142,19 +142,25 @@ def erase(request: HtmxHttpRequest) -> HttpResponse:
 def _erase_context(access: Access, scope: Scope) -> dict[str, Any]:
     store = admin_store()
     report: ErasureReport = curation.preview_erasure(store, access, scope)
-    sample: list[MemoryRecord] = []
-    for record_id in report.sample_ids:
-        try:
-            record = store.get(record_id)
-        except MemoryCorruptionError:
-            continue  # listed by id in the health page; its content cannot be shown
-        if record is not None:
-            sample.append(record)
     return {
         "access": access,
         "scope": scope,
         "scope_text": format_scope(scope),
         "report": report,
-        "sample": sample,
+        "sample": _readable(store, report.sample_ids),
+        # records elsewhere that name the person, inside what this user may see
+        "mentions": [r for r in _readable(store, report.mentions) if access.allows(r.scope)],
         "scopes": [format_scope(s) for s in report.scopes],
     }
+
+
+def _readable(store: MemoryStore, record_ids: list[str]) -> list[MemoryRecord]:
+    found = []
+    for record_id in record_ids:
+        try:
+            record = store.get(record_id)
+        except MemoryCorruptionError:
+            continue  # listed by id in the health page; its content cannot be shown
+        if record is not None:
+            found.append(record)
+    return found
