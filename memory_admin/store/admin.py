@@ -1,0 +1,184 @@
+"""The admin extension's half of the public API: listings, imports, facets, counts,
+chains, sweeping, the corruption scan, maintenance."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+
+from memory_admin.errors import (
+    MemoryConflictError,
+    MemoryLimitError,
+    MemoryNotFoundError,
+    MemoryValidationError,
+)
+from memory_admin.records import (
+    MemoryRecord,
+    parse_model,
+)
+from memory_admin.scope import canonical_scope
+from memory_admin.store._sql import Op
+from memory_admin.store.arguments import (
+    check_count,
+    check_id,
+)
+from memory_admin.store.batch import check_import_slots
+from memory_admin.store.core import MAX_CHAIN_LENGTH, StoreCore
+from memory_admin.store.protocol import (
+    ChainLink,
+    CorruptionScan,
+    RecordListQuery,
+    RecordPage,
+    ScopeCounts,
+    ScopeFacet,
+)
+from memory_admin.store.session import (
+    BatchReads,
+    Flow,
+    Session,
+    Unit,
+)
+
+
+class AdminMethods(StoreCore):
+    """What the dashboard and the migration tools call beyond the protocol."""
+
+    def list_records(self, query: RecordListQuery) -> RecordPage:
+        query = parse_model(RecordListQuery, query, what="listing")
+        plan = self._plan(query.search, include_expired=query.include_expired, cursor=query.cursor)
+        hits, cursor = self._drive(self._page(plan))
+        return RecordPage(hits=hits, next_cursor=cursor.encode() if cursor else None)
+
+    def iter_records(self, query: RecordListQuery, *, page_size: int = 500) -> Iterator[MemoryRecord]:
+        """Every record of a listing, page by page (bounded memory, for exports)."""
+        search = query.search.model_copy(update={"limit": page_size})
+        cursor = query.cursor
+        while True:
+            page = self.list_records(query.model_copy(update={"search": search, "cursor": cursor}))
+            for hit in page.hits:
+                yield hit.record
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def import_records(
+        self, records: Sequence[MemoryRecord | Mapping[str, object]], *, skip_existing: bool = False
+    ) -> int:
+        """Insert records verbatim — ids, timestamps, invalidation chains and tombstoned
+        links as they are — in one transaction (moving a store's contents to another
+        backend). Within a batch-time tie, records keep the order given (pass them oldest
+        first). An id already stored is a conflict unless ``skip_existing`` (resuming a
+        copy); so is a live record whose key slot another live record holds. Returns how
+        many records went in."""
+        caps = self.capabilities()
+        if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Sequence):
+            raise MemoryValidationError(
+                "import_records() takes a list of records.", [{"loc": "records", "msg": "expected a list"}]
+            )
+        if len(records) > caps.max_batch:
+            raise MemoryLimitError(
+                f"A batch holds at most {caps.max_batch} records; split it.", limit=caps.max_batch, size=len(records)
+            )
+        parsed = [parse_model(MemoryRecord, record, what=f"record {i}") for i, record in enumerate(records)]
+        for index, record in enumerate(parsed):
+            if len(record.content) > caps.max_content_chars:
+                raise MemoryLimitError(
+                    f"Record {index} ({record.id}): content has {len(record.content)} characters; "
+                    f"{caps.backend} holds at most {caps.max_content_chars}.",
+                    index=index,
+                    limit=caps.max_content_chars,
+                    size=len(record.content),
+                )
+        repeated = [record_id for record_id, n in Counter(r.id for r in parsed).items() if n > 1]
+        if repeated:
+            raise MemoryValidationError(
+                f"Record id {repeated[0]!r} appears twice in one import.", [{"loc": "records", "msg": "repeated id"}]
+            )
+        if not parsed:
+            return 0
+
+        def steps(s: Session) -> Op[int]:
+            slots = [(r.scope, r.kind, r.key) for r in parsed if r.key is not None and r.invalid_at is None]
+            scopes = [r.scope for r in parsed]
+            reads = BatchReads((yield from s.batch_reads([r.id for r in parsed], slots, scopes)), slots)
+            existing = reads.get_many(r.id for r in parsed)
+            if existing and not skip_existing:
+                first = min(existing)
+                raise MemoryConflictError(
+                    f"{len(existing)} of these records already exist (e.g. {first!r}); pass "
+                    "skip_existing=True to resume a copy. Nothing was imported.",
+                    record_id=first,
+                )
+            fresh = [r for r in parsed if r.id not in existing]
+            check_import_slots(reads, fresh)
+            if fresh:
+                yield from s.insert(fresh)
+            return len(fresh)
+
+        return self._run_unit(Unit("write", steps))
+
+    def scope_facets(self, scope: Mapping[str, str] | None = None, *, values_per_key: int = 50) -> list[ScopeFacet]:
+        canonical = canonical_scope(scope) if scope is not None else None
+        return self._run_unit(Unit("read", lambda s: s.facets(canonical, values_per_key)))
+
+    def count_records(self, scope: Mapping[str, str], *, scope_match: str = "subset") -> ScopeCounts:
+        plan = self._plan(
+            {"scope": scope, "scope_match": scope_match, "include_invalidated": True, "limit": 0},
+            include_expired=True,
+        )
+        return self._run_unit(Unit("snapshot", lambda s: s.count(plan)))
+
+    def sweep_expired(self, scope: Mapping[str, str]) -> int:
+        return self._drive(self._sweep_expired(scope))
+
+    def _sweep_expired(self, scope: Mapping[str, str]) -> Flow[int]:
+        canonical = canonical_scope(scope)
+        now = self._clock()
+
+        def steps(s: Session) -> Op[int]:
+            doomed = yield from s.expired_ids(canonical, now)
+            for record_id in doomed:
+                yield from s.delete(record_id)
+            return len(doomed)
+
+        swept: int = yield Unit("write", steps)
+        if swept:
+            yield from self._scrub(f"{swept} expired records")
+        return swept
+
+    def find_corrupt(
+        self, scope: Mapping[str, str] | None = None, *, limit: int = 100, max_rows: int | None = None
+    ) -> CorruptionScan:
+        limit, max_rows = check_count(limit, "limit"), check_count(max_rows, "max_rows", optional=True)
+        canonical = canonical_scope(scope) if scope is not None else None
+        return self._run_unit(Unit("read", lambda s: s.find_corrupt(canonical, limit, max_rows)))
+
+    def chain(self, record_id: str) -> list[ChainLink]:
+        check_id(record_id)
+
+        def steps(s: Session) -> Op[list[ChainLink]]:
+            def fetch(link_id: str) -> Op[MemoryRecord | None]:
+                return (yield from s.get_many([link_id])).get(link_id)
+
+            start = yield from fetch(record_id)
+            if start is None:
+                raise MemoryNotFoundError(record_id)
+            seen = {start.id}
+            links: dict[str, list[ChainLink]] = {"supersedes": [], "superseded_by": []}
+            for direction, found in links.items():
+                cursor: MemoryRecord | None = start
+                while cursor is not None and len(seen) < MAX_CHAIN_LENGTH:
+                    next_id: str | None = getattr(cursor, direction)
+                    if next_id is None or next_id in seen:
+                        break
+                    seen.add(next_id)
+                    cursor = yield from fetch(next_id)
+                    found.append(ChainLink(id=next_id, record=cursor))
+            return [*reversed(links["supersedes"]), ChainLink(id=start.id, record=start), *links["superseded_by"]]
+
+        return self._run_unit(Unit("snapshot", steps))
+
+    def optimize(self) -> None:
+        """Compact the store's indexes after a large import; a no-op where there is
+        nothing to compact. Safe to call at any time."""
+        self._run_unit(Unit("maintain", lambda s: s.optimize()))

@@ -1,0 +1,216 @@
+"""The engine under every store's public API: the clock, the ids, the event buffer, how
+a unit of work runs (a backend's :meth:`~StoreCore._open`, the sync and async drivers)
+and the plans every read shares. :class:`~memory_admin.store.base.BaseMemoryStore`
+builds the public methods on it."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, ClassVar, Self, TypeVar
+
+from memory_admin.errors import (
+    MemoryScrubPendingError,
+    MemoryValidationError,
+)
+from memory_admin.events import (
+    AnyEvent,
+    EventSink,
+)
+from memory_admin.records import (
+    MemoryHit,
+    MemorySearchQuery,
+    parse_model,
+    utc_now,
+)
+from memory_admin.steps import arun_steps, run_steps
+from memory_admin.store._sql import Statement
+from memory_admin.store.event_buffer import DEFAULT_CAPACITY, DEFAULT_INTERVAL, EventBuffer
+from memory_admin.store.ids import IdFactory
+from memory_admin.store.plan import Cursor, SearchPlan
+from memory_admin.store.protocol import (
+    ErasureReport,
+    MemoryStoreCapabilities,
+    SearchQueryLike,
+)
+from memory_admin.store.session import (
+    Flow,
+    Mode,
+    Session,
+    Unit,
+)
+from memory_admin.tokenize import unique_tokens
+
+Clock = Callable[[], datetime]
+T = TypeVar("T")
+
+MAX_QUERY_TOKENS = 64
+"""Distinct query tokens a search matches on; later ones are ignored (documented)."""
+
+MAX_CHAIN_LENGTH = 1000
+DEFAULT_MAX_CONTENT_CHARS = 10_000
+DEFAULT_MAX_LIMIT = 1000
+DEFAULT_MAX_BATCH = 10_000
+MAX_MENTIONS = 25
+"""Records an erasure's dry run lists as naming the scope elsewhere in the tenant."""
+SCRUB_WAIT_S = 2.0
+"""How long delete, erase and sweep wait for readers' old snapshots before they report
+the scrub pending (instead of holding the caller for the whole busy timeout)."""
+
+
+def full_capabilities(backend: str) -> MemoryStoreCapabilities:
+    """The capabilities of a backend with every extension and the default limits (every
+    bundled backend; a store with an embedder reports its search kind on top)."""
+    return MemoryStoreCapabilities(
+        backend=backend,
+        search="keyword",
+        erasure=True,
+        admin=True,
+        events=True,
+        max_content_chars=DEFAULT_MAX_CONTENT_CHARS,
+        max_limit=DEFAULT_MAX_LIMIT,
+        max_batch=DEFAULT_MAX_BATCH,
+    )
+
+
+def _commit_events(store: StoreCore, events: Sequence[AnyEvent], lost: int) -> None:
+    # looked up on each commit (not bound once), like every other unit the store runs
+    store._commit_events(events, lost)
+
+
+class StoreCore(ABC):
+    """What every public method of a store runs on. A backend declares its
+    :attr:`capabilities_data` and implements :meth:`_open` (a session and a statement
+    runner for a unit's mode); a backend with native async connections also implements
+    :meth:`_aopen` (and runs its units there).
+
+    ``persist_events`` turns the event log off (sinks still hear every event);
+    ``event_flush_interval`` is how long an event may wait for its batch (what a crash
+    can lose) and ``event_buffer_size`` how many events wait at most before the oldest
+    are dropped (see :mod:`memory_admin.store.event_buffer`)."""
+
+    backend_name: ClassVar[str] = "memory_store"
+
+    capabilities_data: ClassVar[MemoryStoreCapabilities]
+
+    def __init__(
+        self,
+        *,
+        clock: Clock = utc_now,
+        sinks: Iterable[EventSink] = (),
+        persist_events: bool = True,
+        event_flush_interval: float = DEFAULT_INTERVAL,
+        event_buffer_size: int = DEFAULT_CAPACITY,
+    ) -> None:
+        self._clock = clock
+        self._sinks: list[EventSink] = list(sinks)
+        self._persist_events = persist_events
+        self._ids = IdFactory()
+        self._events = EventBuffer(self, _commit_events, interval=event_flush_interval, capacity=event_buffer_size)
+
+    @abstractmethod
+    def _open(self, mode: Mode) -> AbstractContextManager[tuple[Session, Callable[[Statement], list[Any]]]]:
+        """A session for one unit of ``mode`` and the function that runs its statements.
+        Leaving the context commits (or, if the block raised, rolls back)."""
+
+    def _run_unit(self, unit: Unit[T]) -> T:
+        with self._open(unit.mode) as (session, execute):
+            return run_steps(unit.steps(session), execute)
+
+    async def _arun_unit(self, unit: Unit[T]) -> T:
+        """Run a unit from async code. The default runs the sync driver on a worker
+        thread; a backend with native async connections runs the same steps on one."""
+        return await asyncio.to_thread(self._run_unit, unit)
+
+    def capabilities(self) -> MemoryStoreCapabilities:
+        return self.capabilities_data
+
+    def close(self) -> None:
+        """Commit the events still buffered, stop their writer, then release the store's
+        connections; the store cannot be used afterwards. Safe to call twice."""
+        self._events.close()  # while the connections are still open
+        self._release()
+
+    async def aclose(self) -> None:
+        """Release connections, async ones on the running loop included (see :meth:`close`)."""
+        await asyncio.to_thread(self._events.close)
+        await self._arelease()
+
+    def _release(self) -> None:
+        """The backend's part of :meth:`close`. The default store holds nothing."""
+
+    async def _arelease(self) -> None:
+        """The backend's part of :meth:`aclose`: by default, :meth:`_release`."""
+        self._release()
+
+    def _drive(self, flow: Flow[T]) -> T:
+        return run_steps(flow, self._run_unit)
+
+    async def _adrive(self, flow: Flow[T]) -> T:
+        return await arun_steps(flow, self._arun_unit)
+
+    def _plan(
+        self,
+        query: SearchQueryLike,
+        *,
+        include_expired: bool = False,
+        cursor: str | None = None,
+    ) -> SearchPlan:
+        parsed = parse_model(MemorySearchQuery, query, what="search query")
+        caps = self.capabilities()
+        if parsed.limit > caps.max_limit:
+            raise MemoryValidationError(
+                f"limit is {parsed.limit}; {caps.backend} returns at most {caps.max_limit} per call.",
+                [{"loc": "limit", "msg": f"at most {caps.max_limit}"}],
+            )
+        tokens = tuple(unique_tokens(parsed.query)[:MAX_QUERY_TOKENS]) if parsed.query is not None else ()
+        decoded = Cursor.decode(cursor) if cursor else None
+        if decoded is not None and (decoded.offset is not None) != (parsed.query is not None):
+            raise MemoryValidationError(
+                "That page cursor belongs to a different listing; start from the first page.",
+                [{"loc": "cursor", "msg": "cursor does not match the query"}],
+            )
+        return SearchPlan(
+            query=parsed,
+            tokens=tokens,
+            now=self._clock(),
+            limit=parsed.limit,
+            include_expired=include_expired,
+            cursor=decoded,
+        )
+
+    def _page(self, plan: SearchPlan) -> Flow[tuple[list[MemoryHit], Cursor | None]]:
+        if plan.empty:
+            return [], None
+        # a ranked search reads several statements that must agree; a listing reads one
+        page: tuple[list[MemoryHit], Cursor | None] = yield Unit(
+            "snapshot" if plan.ranked else "read", lambda s: s.search(plan)
+        )
+        return page
+
+    def _scrub(self, what: str, report: ErasureReport | None = None) -> Flow[None]:
+        """After forgetting: no forgotten byte left in the store's files within
+        :data:`SCRUB_WAIT_S`, else :class:`MemoryScrubPendingError` (the forgetting stands)."""
+        done: bool = yield Unit("maintain", lambda s: s.scrub(SCRUB_WAIT_S))
+        if not done:
+            raise MemoryScrubPendingError(what, report=report)
+
+    def scrub(self, wait: float = 30.0) -> bool:
+        """Finish what a forgetting left pending: checkpoint the store's files so no
+        forgotten byte remains, trying for up to ``wait`` seconds while other connections
+        hold older snapshots. ``True`` once nothing remains."""
+        done: bool = self._run_unit(Unit("maintain", lambda s: s.scrub(wait)))
+        return done
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _commit_events(self, events: Sequence[AnyEvent], lost: int) -> None:
+        """The event buffer's batch writer (:mod:`.event_log`)."""
+        raise NotImplementedError  # pragma: no cover - EventLogMethods implements it
