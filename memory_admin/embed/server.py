@@ -22,8 +22,13 @@ from typing import Any
 from memory_admin.embed.protocol import Embedder
 
 
-def make_server(embedder: Embedder, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
-    """A server bound to ``host:port`` (0: any free port) that is not yet serving."""
+def make_server(
+    embedder: Embedder, host: str = "127.0.0.1", port: int = 0, *, api_key: str | None = None
+) -> ThreadingHTTPServer:
+    """A server bound to ``host:port`` (0: any free port) that is not yet serving.
+
+    With ``api_key``, requests must carry ``Authorization: Bearer <api_key>`` (else 401).
+    """
     lock = threading.Lock()  # one model, one caller at a time: onnxruntime already uses the cores
 
     class Handler(BaseHTTPRequestHandler):
@@ -41,13 +46,23 @@ def make_server(embedder: Embedder, host: str = "127.0.0.1", port: int = 0) -> T
         def _error(self, status: int, message: str) -> None:
             self._send(status, {"error": {"message": message, "type": "invalid_request_error"}})
 
+        def _authorised(self) -> bool:
+            if api_key is None or self.headers.get("Authorization") == f"Bearer {api_key}":
+                return True
+            self._send(401, {"error": {"message": "invalid API key", "type": "invalid_request_error"}})
+            return False
+
         def do_GET(self) -> None:
+            if not self._authorised():
+                return
             if self.path.rstrip("/") in ("/v1/models", "/models"):
                 self._send(200, {"object": "list", "data": [{"id": embedder.model_id, "object": "model"}]})
             else:
                 self._error(404, f"no route {self.path}")
 
         def do_POST(self) -> None:
+            if not self._authorised():
+                return
             if self.path.rstrip("/") not in ("/v1/embeddings", "/embeddings"):
                 self._error(404, f"no route {self.path}")
                 return
@@ -83,13 +98,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m memory_admin.embed.server", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--api-key", default=None, help="require this bearer token")
     parser.add_argument(
         "--embedder", default=None, help="an open_embedder() spec (default: MEMORY_EMBEDDER or default)"
     )
     options = parser.parse_args(argv)
     embedder = open_embedder(options.embedder)
     embedder.load()
-    server = make_server(embedder, options.host, options.port)
+    server = make_server(embedder, options.host, options.port, api_key=options.api_key)
     print(f"serving {embedder.model_id} on http://{options.host}:{server.server_address[1]}/v1/embeddings", flush=True)
     try:
         server.serve_forever()
