@@ -110,6 +110,9 @@ class OnnxEmbedder(BaseEmbedder):
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1
             options.enable_cpu_mem_arena = False
+            # idle pool threads would spin between calls, stealing the cores from the
+            # caller's own work (SQLite search, fusion) and from other processes
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
             self._inputs = frozenset(i.name for i in session.get_inputs())
             self._tokenizer = tokenizer
