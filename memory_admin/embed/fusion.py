@@ -1,0 +1,109 @@
+"""Fusing keyword and semantic hits: score-normalised (default) and reciprocal rank.
+
+Pure Python, no numpy: the store can fuse whatever its two searches return.
+
+:func:`zscore_fusion` standardises each signal over the candidate set (the union of
+both searches' candidates) and adds them with ``keyword_weight`` and ``1 -
+keyword_weight``. A candidate the keyword search did not match scores 0 there (BM25 of
+no shared word); one the semantic side did not score takes that side's lowest score.
+Each fused hit keeps both contributions, so a surface can show why it ranked.
+
+:func:`rrf_fusion` is what most libraries ship (k = 60, equal weights): the comparison
+row of the benchmark. The constants here were chosen on LoCoMo's development split
+only; ``docs/benchmarks/semantic.md`` has the curve.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+KEYWORD_WEIGHT = 0.3
+"""BM25's share of the fused score (dense-heavy wins on the dev split, see the curve)."""
+CANDIDATES = 100
+"""How many hits each side contributes before fusion."""
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class FusedHit(Generic[K]):
+    key: K
+    score: float
+    keyword: float
+    """The keyword side's weighted, normalised contribution (0 when unmatched and the scale is flat)."""
+    semantic: float
+    keyword_raw: float | None
+    semantic_raw: float | None
+
+
+def _standardise(values: list[float], method: Literal["zscore", "minmax"]) -> list[float]:
+    if not values:
+        return []
+    if method == "minmax":
+        low, high = min(values), max(values)
+        span = high - low
+        return [(v - low) / span if span > 1e-12 else 0.0 for v in values]
+    mean = math.fsum(values) / len(values)
+    deviation = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+    return [(v - mean) / deviation if deviation > 1e-12 else 0.0 for v in values]
+
+
+def zscore_fusion(
+    keyword: Mapping[K, float],
+    semantic: Mapping[K, float],
+    *,
+    keyword_weight: float = KEYWORD_WEIGHT,
+    method: Literal["zscore", "minmax"] = "zscore",
+    limit: int | None = None,
+) -> list[FusedHit[K]]:
+    """Candidates of both sides ranked by ``w·norm(keyword) + (1-w)·norm(semantic)``.
+
+    ``keyword`` holds higher-is-better scores (BM25), ``semantic`` cosine similarities.
+    Ties keep the semantic side's order, then the keyword side's, then first-seen.
+    """
+    keys: list[K] = list(dict.fromkeys([*semantic, *keyword]))
+    if not keys:
+        return []
+    floor = min(semantic.values()) if semantic else 0.0
+    raw_kw = [keyword.get(key, 0.0) for key in keys]
+    raw_sem = [semantic.get(key, floor) for key in keys]
+    kw = _standardise(raw_kw, method)
+    sem = _standardise(raw_sem, method)
+    hits = [
+        FusedHit(
+            key=key,
+            score=keyword_weight * k + (1 - keyword_weight) * s,
+            keyword=keyword_weight * k,
+            semantic=(1 - keyword_weight) * s,
+            keyword_raw=keyword.get(key),
+            semantic_raw=semantic.get(key),
+        )
+        for key, k, s in zip(keys, kw, sem, strict=True)
+    ]
+    order = sorted(range(len(hits)), key=lambda i: (-hits[i].score, i))
+    ranked = [hits[i] for i in order]
+    return ranked if limit is None else ranked[:limit]
+
+
+def rrf_fusion(
+    keyword: Sequence[K],
+    semantic: Sequence[K],
+    *,
+    k: int = RRF_K,
+    keyword_weight: float = 0.5,
+    limit: int | None = None,
+) -> list[tuple[K, float]]:
+    """Reciprocal rank fusion of two ranked lists: ``Σ w / (k + rank)``, rank from 1."""
+    scores: dict[K, float] = {}
+    for weight, ranked in ((1 - keyword_weight, semantic), (keyword_weight, keyword)):
+        for rank, key in enumerate(ranked, start=1):
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+    order = sorted(scores.items(), key=lambda item: -item[1])
+    return order if limit is None else order[:limit]
+
+
+__all__ = ["CANDIDATES", "KEYWORD_WEIGHT", "RRF_K", "FusedHit", "rrf_fusion", "zscore_fusion"]

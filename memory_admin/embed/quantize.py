@@ -1,0 +1,87 @@
+"""int8 vectors for storage: one byte per dimension plus one float32 scale per vector.
+
+Each unit vector ``v`` is stored as ``codes = round(v / max|v| * 127)`` (int8) and
+``scale = max|v| / 127``, so ``v ≈ codes * scale``. For 384 dimensions that is 388 bytes
+a record instead of 1,536. Cosine similarity against a float query is then
+``(codes @ q) * scale``, computed exactly over a scope's rows; the error against the
+float vectors is far below the gaps that order search results (tested: mean absolute
+error under 0.002 on real embeddings).
+
+The blob layout (:func:`to_blob` / :func:`from_blob`) is the scale as little-endian
+float32, then the codes: what a store writes in one BLOB column beside the record.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memory_admin.embed.protocol import EmbedderError, Matrix, Vector, numpy
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Codes = npt.NDArray[np.int8]
+    Scales = npt.NDArray[np.float32]
+else:
+    Codes = Any
+    Scales = Any
+
+SCALE_BYTES = 4
+
+
+def quantize_int8(matrix: Matrix) -> tuple[Codes, Scales]:
+    """``(codes, scales)``: int8 ``(n, d)`` and float32 ``(n,)`` with ``matrix ≈ codes * scales[:, None]``."""
+    np = numpy()
+    rows = np.atleast_2d(np.asarray(matrix, dtype=np.float32))
+    peak = np.abs(rows).max(axis=1)
+    scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+    codes = np.clip(np.rint(rows / scales[:, None]), -127, 127).astype(np.int8)
+    return codes, scales
+
+
+def dequantize_int8(codes: Codes, scales: Scales) -> Matrix:
+    """Float32 rows back from int8 codes and their scales (not renormalised)."""
+    np = numpy()
+    out: Matrix = codes.astype(np.float32) * np.asarray(scales, dtype=np.float32)[:, None]
+    return out
+
+
+def int8_scores(query: Vector, codes: Codes, scales: Scales) -> Vector:
+    """Cosine similarity of a unit float query with each stored unit vector, ``(n,)``."""
+    np = numpy()
+    out: Vector = (codes.astype(np.float32) @ np.asarray(query, dtype=np.float32)) * scales
+    return out
+
+
+def to_blob(vector: Vector) -> bytes:
+    """One vector as ``scale (float32 LE) + codes (int8)``: ``4 + d`` bytes."""
+    np = numpy()
+    codes, scales = quantize_int8(np.asarray(vector, dtype=np.float32)[None, :])
+    return bytes(scales.astype("<f4").tobytes() + codes[0].tobytes())
+
+
+def from_blob(blob: bytes, dimensions: int) -> tuple[Codes, float]:
+    """``(codes, scale)`` of a blob written by :func:`to_blob`."""
+    np = numpy()
+    if len(blob) != SCALE_BYTES + dimensions:
+        raise EmbedderError(f"a stored vector has {len(blob)} bytes, not {SCALE_BYTES + dimensions}")
+    scale = float(np.frombuffer(blob[:SCALE_BYTES], dtype="<f4")[0])
+    codes: Codes = np.frombuffer(blob[SCALE_BYTES:], dtype=np.int8)
+    return codes, scale
+
+
+def stack_blobs(blobs: list[bytes], dimensions: int) -> tuple[Codes, Scales]:
+    """Many blobs as one ``(codes, scales)`` pair, ready for :func:`int8_scores`."""
+    np = numpy()
+    width = SCALE_BYTES + dimensions
+    raw = b"".join(blobs)
+    if len(raw) != width * len(blobs):
+        raise EmbedderError(f"stored vectors are not all {width} bytes long")
+    table = np.frombuffer(raw, dtype=np.uint8).reshape(len(blobs), width)
+    scales: Scales = table[:, :SCALE_BYTES].copy().view("<f4").reshape(-1).astype(np.float32)
+    codes: Codes = table[:, SCALE_BYTES:].view(np.int8)
+    return codes, scales
+
+
+__all__ = ["dequantize_int8", "from_blob", "int8_scores", "quantize_int8", "stack_blobs", "to_blob"]

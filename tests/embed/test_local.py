@@ -1,0 +1,89 @@
+"""The default local embedder, on the real packaged model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from memory_admin.embed import DEFAULT_MODEL_ID, Embedder, OnnxEmbedder, default_embedder
+
+FACTS = [
+    "Dana is a staff engineer on the payments team",
+    "Caroline went to an LGBTQ support group on 7 May 2023",
+    "Melanie painted a sunrise over a lake last year",
+    "The user prefers dark roast coffee in the morning",
+]
+
+
+def test_it_satisfies_the_protocol_and_loads_lazily() -> None:
+    model = default_embedder()
+    assert isinstance(model, Embedder)
+    assert not model.loaded  # constructing touches no file
+    assert model.model_id == DEFAULT_MODEL_ID
+    assert model.dimensions == 384
+
+
+def test_vectors_are_unit_float32_rows_in_input_order(embedder: OnnxEmbedder) -> None:
+    vectors = embedder.embed_documents(FACTS)
+    assert vectors.shape == (4, 384)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    one_by_one = np.stack([embedder.embed_documents([text])[0] for text in reversed(FACTS)])[::-1]
+    np.testing.assert_allclose(vectors, one_by_one, atol=1e-5)  # batching and padding change nothing
+
+
+def test_a_question_finds_its_fact_by_meaning(embedder: OnnxEmbedder) -> None:
+    # no word of the question but the name is in the fact: the lexical miss keyword search has
+    vectors = embedder.embed_documents(FACTS)
+    scores = vectors @ embedder.embed_query("Where does Dana work?")
+    assert int(np.argmax(scores)) == 0
+    assert int(np.argmax(vectors @ embedder.embed_query("What does the user like to drink?"))) == 3
+
+
+def test_batches_larger_than_the_batch_size(embedder: OnnxEmbedder) -> None:
+    texts = [f"fact number {i} about {FACTS[i % 4]}" for i in range(embedder.batch_size * 2 + 3)]
+    vectors = embedder.embed_documents(texts)
+    assert vectors.shape == (len(texts), 384)
+    np.testing.assert_allclose(vectors[-1], embedder.embed_documents([texts[-1]])[0], atol=1e-5)
+
+
+def test_empty_input_and_a_bare_string(embedder: OnnxEmbedder) -> None:
+    assert embedder.embed_documents([]).shape == (0, 384)
+    with pytest.raises(TypeError, match="embed_query"):
+        embedder.embed_documents("one string")  # type: ignore[arg-type]
+
+
+def test_long_texts_are_truncated_not_rejected(embedder: OnnxEmbedder) -> None:
+    vector = embedder.embed_documents(["word " * 2000])
+    assert vector.shape == (1, 384)
+
+
+def test_the_async_twins_give_the_same_vectors(embedder: OnnxEmbedder) -> None:
+    async def both() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (
+            await embedder.aembed_documents(FACTS[:2]),
+            await embedder.aembed_queries(["Where does Dana work?"]),
+            await embedder.aembed_query("Where does Dana work?"),
+        )
+
+    documents, queries, query = asyncio.run(both())
+    np.testing.assert_allclose(documents, embedder.embed_documents(FACTS[:2]), atol=1e-6)
+    np.testing.assert_allclose(queries[0], query, atol=1e-6)
+
+
+def test_prefixes_apply_to_their_side_only(embedder: OnnxEmbedder) -> None:
+    prefixed = OnnxEmbedder(
+        embedder._model_path,
+        embedder._tokenizer_path,
+        model_id="prefixed",
+        dimensions=384,
+        query_prefix="query: ",
+        document_prefix="passage: ",
+    )
+    text = FACTS[0]
+    np.testing.assert_allclose(prefixed.embed_query(text), embedder.embed_query("query: " + text), atol=1e-5)
+    np.testing.assert_allclose(
+        prefixed.embed_documents([text])[0], embedder.embed_documents(["passage: " + text])[0], atol=1e-5
+    )

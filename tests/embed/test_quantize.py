@@ -1,0 +1,73 @@
+"""int8 storage of real embeddings: bytes, round trips and the cosine error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory_admin.embed import (
+    EmbedderError,
+    OnnxEmbedder,
+    dequantize_int8,
+    from_blob,
+    int8_scores,
+    quantize_int8,
+    stack_blobs,
+    to_blob,
+)
+
+TEXTS = [
+    "Caroline moved from Sweden four years ago",
+    "Melanie ran a charity race for mental health",
+    "Jon lost his job as a banker and opened a dance studio",
+    "Gina's clothing store launched an online shop",
+    "John wants to run for office to improve schools",
+    "Tim is writing a fantasy novel set in Middle-earth",
+    "Audrey adopted a third dog named Pepper",
+    "Andrew started hiking with his girlfriend on weekends",
+    "Evan bought a new Prius after the old one broke down",
+    "Sam was told by the doctor to lose weight",
+] * 3
+
+
+@pytest.fixture(scope="module")
+def vectors(embedder: OnnxEmbedder) -> np.ndarray:
+    return embedder.embed_documents([f"{t} ({i})" for i, t in enumerate(TEXTS)])
+
+
+def test_the_cosine_error_of_int8_vectors_is_small(embedder: OnnxEmbedder, vectors: np.ndarray) -> None:
+    codes, scales = quantize_int8(vectors)
+    assert codes.dtype == np.int8 and scales.dtype == np.float32
+    queries = embedder.embed_queries(["Who moved from abroad?", "Who owns a pet?", "What car does Evan drive?"])
+    exact = vectors @ queries.T
+    approx = np.stack([int8_scores(q, codes, scales) for q in queries], axis=1)
+    error = np.abs(exact - approx)
+    assert error.mean() < 0.002
+    assert error.max() < 0.01
+    # the same best match for every query
+    assert (exact.argmax(axis=0) == approx.argmax(axis=0)).all()
+    # and against itself a stored vector keeps a cosine of ~1
+    self_cosine = (dequantize_int8(codes, scales) * vectors).sum(axis=1)
+    assert np.abs(self_cosine - 1).max() < 0.005
+
+
+def test_a_blob_is_4_plus_d_bytes_and_round_trips(vectors: np.ndarray) -> None:
+    blob = to_blob(vectors[0])
+    assert len(blob) == 4 + 384
+    codes, scale = from_blob(blob, 384)
+    np.testing.assert_allclose(codes.astype(np.float32) * scale, vectors[0], atol=scale / 2 + 1e-7)
+    with pytest.raises(EmbedderError, match="bytes"):
+        from_blob(blob[:-1], 384)
+
+
+def test_stacked_blobs_score_like_the_quantized_matrix(vectors: np.ndarray) -> None:
+    codes, scales = stack_blobs([to_blob(v) for v in vectors], 384)
+    direct_codes, direct_scales = quantize_int8(vectors)
+    np.testing.assert_array_equal(codes, direct_codes)
+    np.testing.assert_allclose(scales, direct_scales)
+    np.testing.assert_allclose(int8_scores(vectors[3], codes, scales), int8_scores(vectors[3], *quantize_int8(vectors)))
+
+
+def test_a_zero_vector_survives() -> None:
+    codes, scales = quantize_int8(np.zeros((1, 8), dtype=np.float32))
+    assert not codes.any() and scales[0] == 1.0
