@@ -101,15 +101,20 @@ class Tally:
     ops: int = 0
     searches: int = 0
     seconds: float = 0.0
+    rounds: list[float] = field(default_factory=list)
+    """Searches per second of each round."""
 
     def add_round(self, outcomes: Sequence[dict[str, Any]]) -> None:
+        searches = sum(len(outcome["search"]) for outcome in outcomes)
         for outcome in outcomes:
             self.search += outcome["search"]
             self.write += outcome["write"]
             self.ops += len(outcome["search"]) + len(outcome["write"])
-            self.searches += len(outcome["search"])
+        self.searches += searches
         # wall time of the round: from the common start to the last worker's last commit
-        self.seconds += max(o["finished"] for o in outcomes) - outcomes[0]["start_at"]
+        seconds = max(o["finished"] for o in outcomes) - outcomes[0]["start_at"]
+        self.seconds += seconds
+        self.rounds.append(searches / seconds)
 
     def summary(self) -> dict[str, float]:
         return {
@@ -121,6 +126,10 @@ class Tally:
             "write_p99": percentile(self.write, 0.99),
             "writes": len(self.write),
         }
+
+    def pair_ratios(self, other: Tally) -> list[float]:
+        """Searches/s of each round against the other configuration's same round."""
+        return [a / b for a, b in zip(self.rounds, other.rounds, strict=True)]
 
 
 def _processes(n: int) -> str:
@@ -166,7 +175,10 @@ def run_processes(url: str, processes: int, *, seconds: float, rounds: int) -> d
             sys.stderr.write(
                 f"    {_processes(processes)}, event log {mode}: {sum(len(o['search']) for o in outcomes)} searches\n"
             )
-        return {mode: tally.summary() for mode, tally in tallies.items()}
+        figures = {mode: tally.summary() for mode, tally in tallies.items()}
+        ratios = tallies["on"].pair_ratios(tallies["off"])
+        figures["pairs"] = {"median": statistics.median(ratios), "low": min(ratios), "high": max(ratios)}
+        return figures
     finally:
         for queue in tasks:
             queue.put(None)
@@ -214,14 +226,18 @@ def report(runs: Sequence[dict[str, Any]], *, records: int, seconds: float, roun
             lines += [_row(n, mode, figures[mode]) for mode in MODES]
         lines += [
             "",
-            "| processes | searches/s on/off | search p50 on/off | search p99 on/off |",
-            "| ---: | ---: | ---: | ---: |",
+            "| processes | searches/s on/off | round pairs: median (range) | search p50 on/off | search p99 on/off |",
+            "| ---: | ---: | --- | ---: | ---: |",
         ]
         for n, figures in run["figures"].items():
             on, off = figures["on"], figures["off"]
             throughput = on["searches_per_s"] / off["searches_per_s"]
             p99 = on["search_p99"] / off["search_p99"]
-            lines.append(f"| {n} | {throughput:.2f}× | {on['search_p50'] / off['search_p50']:.2f}× | {p99:.2f}× |")
+            pairs = figures["pairs"]
+            spread = f"{pairs['median']:.2f}× ({pairs['low']:.2f}–{pairs['high']:.2f})"
+            lines.append(
+                f"| {n} | {throughput:.2f}× | {spread} | {on['search_p50'] / off['search_p50']:.2f}× | {p99:.2f}× |"
+            )
             if n in TARGETS:
                 least, most = TARGETS[n]
                 ok = throughput >= least and (most is None or p99 <= most)

@@ -207,7 +207,19 @@ def _store_bytes(url: str) -> int:
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute(
             "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r' "
+            "AND c.relname NOT IN ('memory_events', 'memory_counters')",
+            [STORE_SCHEMA],
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _event_log_bytes(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
+            "AND c.relname IN ('memory_events', 'memory_counters')",
             [STORE_SCHEMA],
         ).fetchone()
     return int(row[0]) if row else 0
@@ -232,7 +244,9 @@ def run_size(size: int, url: str, queries: int) -> dict[str, Any]:
         started = time.perf_counter()
         store.optimize()  # VACUUM (ANALYZE), what memory_import does after a bulk load
         result["optimize_s"] = time.perf_counter() - started
+        store.flush_events()
         result["bytes_per_record"] = _store_bytes(url) / size
+        result["event_log_bytes"] = _event_log_bytes(url)
 
         raw = RawPostgres(store_url)
         rng = random.Random(11)

@@ -161,7 +161,7 @@ class SqliteMemoryStore(BaseMemoryStore):
                     conn.execute(f"PRAGMA synchronous = {self._synchronous}")
 
     def _event_log_key(self) -> str:
-        return f"sqlite:{self.path.resolve()}"
+        return f"sqlite:{os.path.abspath(self.path)}"
 
     def _release(self) -> None:
         self._closed = True
