@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from memory_admin.bench.corpus import Corpus, batched
 from memory_admin.recall import assemble_recall
@@ -210,6 +210,44 @@ def measure_event_log(
     result["events_dropped"] = store.event_log_stats().dropped
 
 
+class RawBaseline(Protocol):
+    """The hand-written operations a backend's baseline answers."""
+
+    def search(self, scope: dict[str, str], query: str, limit: int = 10) -> object: ...
+    def listing(self, scope: dict[str, str], limit: int = 10) -> object: ...
+    def get(self, key: Any) -> object: ...
+
+
+Cases = Sequence[tuple[dict[str, str], str]]
+
+
+def measure_against_raw(
+    result: dict[str, Any],
+    stores: tuple[BaseMemoryStore, BaseMemoryStore],
+    raw: RawBaseline,
+    cases: tuple[Cases, Cases],
+    gets: tuple[Sequence[str], Sequence[Any]],
+) -> None:
+    """The store's operations (event log on and off, interleaved) and the same done by
+    hand: ``cases`` are the user- and tenant-scoped searches, ``gets`` the record ids and
+    the baseline's keys for them."""
+    store, quiet = stores
+    user_cases, tenant_cases = cases
+    ids, keys = gets
+    measure_event_log(result, store, quiet, user_cases, tenant_cases)
+    by_hand: dict[str, list[Callable[[], object]]] = {
+        "user_search": [partial(raw.search, s, q) for s, q in user_cases],
+        "tenant_search": [partial(raw.search, s, q) for s, q in tenant_cases],
+        "listing": [partial(raw.listing, s) for s, _ in user_cases],
+        "get": [partial(raw.get, k) for k in keys],
+    }
+    sys.stderr.write(f"  measuring get ({len(ids)} calls)\n")
+    result["get"] = timed([partial(store.get, i) for i in ids])
+    for name, calls in by_hand.items():
+        sys.stderr.write(f"  measuring raw {name} ({len(calls)} calls)\n")
+        result[f"raw_{name}"] = timed(calls)
+
+
 class RawSqlite:
     """The same operations, hand-written against the same schema: no models, no checks."""
 
@@ -343,19 +381,8 @@ def run_size(size: int, workdir: Path, queries: int) -> dict[str, Any]:
     ids = [from_value(int.from_bytes(key, "big")) for key in keys]
 
     quiet = SqliteMemoryStore(store_path, persist_events=False)
-    measure_event_log(result, store, quiet, user_cases, tenant_cases)
+    measure_against_raw(result, (store, quiet), raw, (user_cases, tenant_cases), (ids, keys))
     quiet.close()
-    by_hand: dict[str, list[Callable[[], object]]] = {
-        "user_search": [partial(raw.search, s, q) for s, q in user_cases],
-        "tenant_search": [partial(raw.search, s, q) for s, q in tenant_cases],
-        "listing": [partial(raw.listing, s) for s, _ in user_cases],
-        "get": [partial(raw.get, k) for k in keys],
-    }
-    sys.stderr.write(f"  measuring get ({len(ids)} calls)\n")
-    result["get"] = timed([partial(store.get, i) for i in ids])
-    for name, calls in by_hand.items():
-        sys.stderr.write(f"  measuring raw {name} ({len(calls)} calls)\n")
-        result[f"raw_{name}"] = timed(calls)
     hits = [len(store.search({"scope": s, "query": q, "limit": 10})) for s, q in user_cases[:200]]
     result["user_search_mean_hits"] = statistics.fmean(hits)
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -13,19 +13,17 @@ from __future__ import annotations
 import random
 import resource
 import statistics
-import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_admin.bench.corpus import Corpus
-from memory_admin.bench.store import LoadSampler, ingest_rate, measure_event_log, timed
+from memory_admin.bench.store import LoadSampler, ingest_rate, measure_against_raw
 from memory_admin.scope import scope_json
 from memory_admin.store._sql import dumps
 from memory_admin.store.postgres import PostgresMemoryStore
@@ -256,19 +254,8 @@ def run_size(size: int, url: str, queries: int) -> dict[str, Any]:
         ids = [row[0] for row in sample]
 
         quiet = PostgresMemoryStore(store_url, persist_events=False)
-        measure_event_log(result, store, quiet, user_cases, tenant_cases)
+        measure_against_raw(result, (store, quiet), raw, (user_cases, tenant_cases), (ids, ids))
         quiet.close()
-        by_hand: dict[str, list[Callable[[], object]]] = {
-            "user_search": [partial(raw.search, s, q) for s, q in user_cases],
-            "tenant_search": [partial(raw.search, s, q) for s, q in tenant_cases],
-            "listing": [partial(raw.listing, s) for s, _ in user_cases],
-            "get": [partial(raw.get, i) for i in ids],
-        }
-        sys.stderr.write(f"  measuring get ({len(ids)} calls)\n")
-        result["get"] = timed([partial(store.get, i) for i in ids])
-        for name, calls in by_hand.items():
-            sys.stderr.write(f"  measuring raw {name} ({len(calls)} calls)\n")
-            result[f"raw_{name}"] = timed(calls)
         same = same_set = 0
         hits = []
         for scope, text in user_cases[:200]:
