@@ -211,6 +211,6 @@ class StoreCore(ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @abstractmethod
     def _commit_events(self, events: Sequence[AnyEvent], lost: int) -> None:
-        """The event buffer's batch writer (:mod:`.event_log`)."""
-        raise NotImplementedError  # pragma: no cover - EventLogMethods implements it
+        """The event buffer's batch writer (written once, in :mod:`.event_log`)."""
