@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_admin.cli import main
+from memory_admin.dashboard.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin.cli import SUBCOMMANDS, main, usage
+from memory_admin.dashboard.cli import SUBCOMMANDS, main, usage
 
 MEMORY_ADMIN = [sys.executable, "-m", "memory_admin"]
 

@@ -86,7 +86,7 @@ def test_the_wheel_carries_templates_static_files_migrations_and_licences(instal
     assert any(n.endswith("licenses/LICENSE") for n in names)
     assert any(n.endswith("licenses/static/dashboard/vendor/chartjs/LICENSE.md") for n in names)
     entry_points = zipfile.ZipFile(installed.wheel).read(meta.replace("METADATA", "entry_points.txt")).decode()
-    assert "memory-admin = memory_admin.cli:main" in entry_points
+    assert "memory-admin = memory_admin.dashboard.cli:main" in entry_points
 
 
 def test_the_installed_package_runs_from_the_virtualenv(installed: Installed) -> None:
