@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Access
+from memory_admin.dashboard.redaction import grant_covers
 from memory_admin.errors import MemoryStoreError
 from memory_admin.scope import TENANT_KEY, canonical_scope, scope_json
 
@@ -97,7 +98,7 @@ def entries_for(access: Access, *, before: int | None = None, limit: int = 50) -
     for entry in entries[:MAX_SCAN].iterator():
         scanned += 1
         last_id = entry.id
-        if access.all_tenants or access.allows(entry.scope):
+        if entry_visible(access, entry):
             if len(shown) == limit:
                 return shown, shown[-1].id
             shown.append(entry)
@@ -107,4 +108,10 @@ def entries_for(access: Access, *, before: int | None = None, limit: int = 50) -
 
 def visible_entry(access: Access, entry_id: int) -> AuditEntry | None:
     entry = AuditEntry.objects.filter(id=entry_id).first()
-    return entry if entry is not None and access.allows(entry.scope) else None
+    return entry if entry is not None and entry_visible(access, entry) else None
+
+
+def entry_visible(access: Access, entry: AuditEntry) -> bool:
+    """True when ``entry``'s scope lies inside a grant — hashed values (an erased
+    scope's) compared as the grant's values hashed."""
+    return access.all_tenants or any(grant_covers(grant, entry.scope) for grant in access.grants)

@@ -34,6 +34,9 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "insecure-development-key-change-me")
+# The key of the audit log's hashes of erased scope values (docs/privacy.md); derived
+# from SECRET_KEY when empty. Set it to keep lookups working across SECRET_KEY rotations.
+MEMORY_ADMIN_AUDIT_KEY = os.environ.get("MEMORY_ADMIN_AUDIT_KEY", "")
 DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 

@@ -1,0 +1,206 @@
+"""The audit log keeps no forgotten content: reasons that quote a record are refused,
+and erasing a scope leaves only keyed hashes of its values — in the entries about it,
+in the tenant's other reasons and in the dashboard database's bytes — while "was this
+scope erased, when, by whom?" stays answerable to someone who knows it."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from memory_admin.dashboard.models import AuditEntry
+from memory_admin.dashboard.redaction import hashed_scope, quoted_fragment, value_token
+from memory_admin.scope import scope_json
+from memory_admin.store import InMemoryMemoryStore
+from tests.dashboard.conftest import MakeClient
+
+CANARY = "zqxmeicanary"  # the person's name, as a scope value and in free text
+MEI = {"tenant": "t", "user": CANARY}
+DANA = {"tenant": "t", "user": "dana"}
+CHAT = {"source": "chat"}
+
+
+# --- what counts as quoting ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "Duplicate of 'Mei eats vegetarian …'",
+        "duplicate of MEI   EATS, vegetarian!",
+        "see: meieatsvegetarianfood",  # 20 characters of it, spacing ignored
+        "The record says she is allergic to peanuts and fish",
+    ],
+)
+def test_a_reason_that_quotes_the_record_is_found(reason: str) -> None:
+    content = "Mei eats vegetarian food, and she is allergic to peanuts."
+    assert quoted_fragment(reason, [content]) is not None
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "Duplicate of r123",
+        "Wrong: the user corrected it in chat",
+        "Mei asked for this",  # two words of it: a name, not a quote
+        "",
+    ],
+)
+def test_a_reason_in_ones_own_words_passes(reason: str) -> None:
+    content = "Mei eats vegetarian food, and she is allergic to peanuts."
+    assert quoted_fragment(reason, [content]) is None
+
+
+@pytest.fixture
+def store(demo_store: InMemoryMemoryStore) -> InMemoryMemoryStore:
+    return demo_store
+
+
+def test_invalidating_with_a_quoting_reason_is_refused(client_for: MakeClient, store: InMemoryMemoryStore) -> None:
+    [record] = store.write(
+        [{"scope": MEI, "provenance": CHAT, "kind": "preference", "content": "Mei eats vegetarian food every day."}]
+    )
+    curator = client_for("curator", "tenant=t")
+    page = curator.get(reverse("dashboard:invalidate", args=[record.id])).content.decode()
+    assert "quotes the record" in page  # the help says so before anyone types
+    url = reverse("dashboard:invalidate_run", args=[record.id])
+    refused = curator.post(url, {"reason": "Duplicate of 'Mei eats vegetarian …'"})
+    assert refused.status_code == 400
+    assert "The reason quotes the record" in refused.content.decode()
+    assert store.get(record.id).invalid_at is None  # type: ignore[union-attr]
+    assert not AuditEntry.objects.exists()
+    assert curator.post(url, {"reason": "Duplicate of an older record"}).status_code == 303
+
+
+def test_deleting_and_erasing_with_a_quoting_reason_is_refused(
+    client_for: MakeClient, store: InMemoryMemoryStore
+) -> None:
+    [record] = store.write(
+        [{"scope": MEI, "provenance": CHAT, "kind": "fact", "content": "Mei keeps the ledger for the Lisbon office."}]
+    )
+    officer = client_for("privacy-officer", "tenant=t")
+    quoting = "asked us to forget that she keeps the ledger"
+    url = reverse("dashboard:delete_run", args=[record.id])
+    deleted = officer.post(url, {"confirm_id": record.id, "reason": quoting})
+    assert deleted.status_code == 400 and "quotes the record" in deleted.content.decode()
+    text = "tenant=t,user=" + CANARY
+    erased = officer.post(reverse("dashboard:erase_run"), {"scope": text, "confirm_scope": text, "reason": quoting})
+    assert erased.status_code == 400 and "quotes the record" in erased.content.decode()
+    assert store.get(record.id) is not None and not AuditEntry.objects.exists()
+
+
+# --- erasure scrubs the audit log ---------------------------------------------------------
+
+
+def _history(client_for: MakeClient, store: InMemoryMemoryStore) -> tuple[Client, AuditEntry]:
+    """Curation about Mei and a reason elsewhere naming her, then her scope erased."""
+    [mine, other] = store.write(
+        [
+            {"scope": MEI, "provenance": CHAT, "kind": "fact", "content": "Works on the night shift."},
+            {"scope": MEI, "provenance": CHAT, "kind": "fact", "content": "Prefers window seats."},
+        ]
+    )
+    [danas] = store.write([{"scope": DANA, "provenance": CHAT, "kind": "fact", "content": "Dana reviews the budget."}])
+    officer = client_for("privacy-officer", "tenant=t")
+    assert (
+        officer.post(
+            reverse("dashboard:invalidate_run", args=[mine.id]), {"reason": f"{CANARY} said it changed"}
+        ).status_code
+        == 303
+    )
+    assert (
+        officer.post(
+            reverse("dashboard:delete_run", args=[danas.id]),
+            {"confirm_id": danas.id, "reason": f"Duplicate of a note {CANARY.upper()} wrote"},
+        ).status_code
+        == 303
+    )
+    assert officer.get(reverse("dashboard:export_jsonl") + "?" + urlencode({"scope": "tenant=t,user=" + CANARY}))
+    text = "tenant=t,user=" + CANARY
+    done = officer.post(
+        reverse("dashboard:erase_run"),
+        {"scope": text, "confirm_scope": text, "reason": f"Art. 17 request from {CANARY}"},
+    )
+    assert done.status_code == 303, done.content.decode()
+    assert store.get(other.id) is None
+    return officer, AuditEntry.objects.get(action="erase")
+
+
+def test_erasure_leaves_only_keyed_hashes_in_the_audit_log(client_for: MakeClient, store: InMemoryMemoryStore) -> None:
+    officer, erasure = _history(client_for, store)
+    token = value_token("user", CANARY)
+    assert [row for row in AuditEntry.objects.values() if CANARY in repr(row).casefold()] == []
+    assert erasure.scope_json == scope_json(hashed_scope(MEI)) and token in erasure.scope_json
+    assert erasure.reason == f"Art. 17 request from {token}"
+    invalidated = AuditEntry.objects.get(action="invalidate")
+    assert invalidated.scope == {"tenant": "t", "user": token}
+    assert invalidated.reason == f"(removed when the scope was erased, audit entry #{erasure.pk})"
+    deleted = AuditEntry.objects.get(action="delete")  # Dana's: its scope stays, Mei's name goes
+    assert deleted.scope == DANA and deleted.reason == f"Duplicate of a note {token} wrote"
+    receipt = officer.get(reverse("dashboard:audit_entry", args=[erasure.pk])).content.decode()
+    assert CANARY not in receipt and token in receipt and "Art. 17 request" in receipt
+    log = officer.get(reverse("dashboard:audit")).content.decode()
+    assert CANARY not in log and log.count(token) >= 3
+
+
+def test_a_grant_on_the_erased_scope_still_sees_its_entries(client_for: MakeClient, store: InMemoryMemoryStore) -> None:
+    _officer, erasure = _history(client_for, store)
+    own = client_for("privacy-officer", "tenant=t,user=" + CANARY)
+    assert own.get(reverse("dashboard:audit_entry", args=[erasure.pk])).status_code == 200
+    other = client_for("privacy-officer", "tenant=t,user=someone")
+    assert other.get(reverse("dashboard:audit_entry", args=[erasure.pk])).status_code == 404
+
+
+def test_who_erased_a_scope_is_answerable_by_someone_who_knows_it(
+    client_for: MakeClient, store: InMemoryMemoryStore
+) -> None:
+    _officer, erasure = _history(client_for, store)
+    out = StringIO()
+    call_command("memory_audit_lookup", "--scope", "tenant=t,user=" + CANARY, stdout=out)
+    lines = out.getvalue().splitlines()
+    assert any(
+        line.startswith(f"#{erasure.pk} ") and "erase by user1 (privacy officer): done, 2 records" in line
+        for line in lines
+    )
+    assert any(" invalidate by user1 " in line for line in lines) and not any(" delete " in line for line in lines)
+    out = StringIO()
+    call_command("memory_audit_lookup", "--scope", "tenant=t,user=zqxsomeoneelse", stdout=out)
+    assert "No audit entry is about that scope." in out.getvalue()
+
+
+def test_a_new_audit_key_changes_every_hash(settings: object) -> None:
+    before = value_token("user", CANARY)
+    settings.MEMORY_ADMIN_AUDIT_KEY = "a dedicated audit key"  # type: ignore[attr-defined]
+    assert value_token("user", CANARY) != before and value_token("user", CANARY).startswith("hmac:")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_dashboard_database_keeps_no_bytes_of_an_erased_scope(
+    client_for: MakeClient, store: InMemoryMemoryStore
+) -> None:
+    def database_bytes() -> bytes:
+        connection.ensure_connection()
+        raw = connection.connection
+        assert connection.vendor == "sqlite" and raw is not None
+        # the whole database image, free pages included: what the file would hold
+        image: bytes = raw.serialize()
+        return image
+
+    store.write([{"scope": MEI, "provenance": CHAT, "kind": "fact", "content": "Works on the night shift."}])
+    officer = client_for("privacy-officer", "tenant=t")
+    officer.get(reverse("dashboard:export_csv") + "?" + urlencode({"scope": "tenant=t,user=" + CANARY}))
+    assert CANARY.encode() in database_bytes()  # the test can see it
+    text = "tenant=t,user=" + CANARY
+    done = officer.post(
+        reverse("dashboard:erase_run"), {"scope": text, "confirm_scope": text, "reason": f"asked by {CANARY}"}
+    )
+    assert done.status_code == 303
+    officer.get(done["Location"])
+    image = database_bytes()
+    assert CANARY.encode() not in image and CANARY.upper().encode() not in image
