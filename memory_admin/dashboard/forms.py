@@ -287,7 +287,9 @@ QUOTE_RULE = (
 def _reason_field(
     help_text: str = "Kept in the audit log. Say why; never paste the content itself.", *, first: bool = False
 ) -> forms.CharField:
-    attrs: dict[str, Any] = {"rows": 2, "autofocus": True} if first else {"rows": 2}
+    attrs: dict[str, Any] = {"rows": 2, "dir": "auto"}
+    if first:
+        attrs["autofocus"] = True
     return forms.CharField(
         max_length=MAX_REASON_CHARS,
         label="Reason",
@@ -305,7 +307,7 @@ class CorrectForm(forms.Form):
     content = forms.CharField(
         label="Corrected content",
         help_text="The replacement record; the current one stays in the chain, marked superseded.",
-        widget=forms.Textarea(attrs={"rows": 4, "autofocus": True}),
+        widget=forms.Textarea(attrs={"rows": 4, "autofocus": True, "dir": "auto"}),
     )
     reason = _reason_field()
 

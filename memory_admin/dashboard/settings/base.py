@@ -83,6 +83,8 @@ TEMPLATES = [
         "DIRS": [] if INSTALLED_LAYOUT else [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
+            # |isolate (user text in <bdi>, direction controls shown) in every template
+            "builtins": ["memory_admin.dashboard.templatetags.memory"],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
