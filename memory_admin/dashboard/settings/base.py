@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "memory_admin.dashboard",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -72,6 +74,8 @@ MIDDLEWARE = [
     "memory_admin.dashboard.middleware.HtmxSignInRedirectMiddleware",
     # the memory library's typed errors → HTTP, in one place
     "memory_admin.dashboard.errors.StoreErrorMiddleware",
+    # sign-in throttling (below): last, as django-axes asks
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memory_admin.dashboard.urls"
@@ -133,6 +137,21 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 
 LOGIN_URL = "login"
+
+# Sign-in throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is locked out — the right password fails too —
+# until the cool-off has passed (or `manage.py axes_reset_username NAME`). Attempts
+# live in the dashboard database, so every server worker counts the same ones.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out pair before any password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("DASHBOARD_SIGNIN_FAILURES", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("DASHBOARD_SIGNIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_DISABLE_ACCESS_LOG = True  # no log of successful sign-ins: the dashboard keeps what it needs only
+AXES_LOCKOUT_CALLABLE = "memory_admin.dashboard.views.signin.locked_out"
 LOGIN_REDIRECT_URL = "dashboard:browse"
 LOGOUT_REDIRECT_URL = "login"
 
