@@ -140,7 +140,7 @@ LOGIN_URL = "login"
 
 # Sign-in throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one
 # username from one address, that pair is locked out — the right password fails too —
-# until the cool-off has passed (or `manage.py axes_reset_username NAME`). Attempts
+# until the cool-off has passed (or `memory-admin manage axes_reset_username NAME`). Attempts
 # live in the dashboard database, so every server worker counts the same ones.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out pair before any password check
