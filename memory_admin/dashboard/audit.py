@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from memory_admin.dashboard.models import AuditEntry
@@ -67,6 +69,43 @@ def audited(
         finish(entry, AuditEntry.Outcome.FAILED, error=describe(exc))
         raise
     finish(entry, AuditEntry.Outcome.DONE)
+
+
+def export_started(access: Access, scope: Mapping[str, str], fmt: str, *, backend: str = "") -> AuditEntry:
+    """The entry for one export download: a new one, or — for the same user and scope
+    within the same minute — the one already written, its ``exports`` count raised, so
+    reloading an export cannot flood the log."""
+    now = timezone.now()
+    minute = now.replace(second=0, microsecond=0)
+    canonical = canonical_scope(scope)
+    with transaction.atomic():
+        entry = (
+            AuditEntry.objects.select_for_update()
+            .filter(
+                action=AuditEntry.Action.EXPORT,
+                actor=access.username,
+                scope_json=scope_json(canonical),
+                at__gte=minute,
+                at__lt=minute + timedelta(minutes=1),
+            )
+            .order_by("-id")
+            .first()
+        )
+        if entry is None:
+            entry = start(access, AuditEntry.Action.EXPORT, canonical, backend=backend)
+            entry.counts = {"format": fmt, "exports": 1}
+            entry.save(update_fields=["counts"])
+            return entry
+        formats = sorted({*str(entry.counts.get("format", "")).split(", "), fmt} - {""})
+        entry.counts = {
+            **entry.counts,
+            "format": ", ".join(formats),
+            "exports": int(entry.counts.get("exports", 1)) + 1,
+        }
+        entry.outcome = AuditEntry.Outcome.STARTED
+        entry.error = ""
+        entry.save(update_fields=["counts", "outcome", "error"])
+        return entry
 
 
 def finish(entry: AuditEntry, outcome: AuditEntry.Outcome, *, error: str = "", **counts: Any) -> None:
