@@ -5,7 +5,11 @@ scope erased, when, by whom?" stays answerable to someone who knows it."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -204,3 +208,60 @@ def test_the_dashboard_database_keeps_no_bytes_of_an_erased_scope(
     officer.get(done["Location"])
     image = database_bytes()
     assert CANARY.encode() not in image and CANARY.upper().encode() not in image
+
+
+# --- the dashboard database file, as a deployment keeps it ---------------------------------
+
+SCRIPT = """
+import django
+django.setup()
+from django.core.management import call_command
+from django.test import Client
+from memory_admin.dashboard.stores import get_store
+from tests.dashboard.conftest import make_user
+
+CANARY, SCOPE = {canary!r}, {scope!r}
+call_command("migrate", verbosity=0)
+store = get_store()
+[record] = store.write(
+    [{{"scope": {{"tenant": "t", "user": CANARY}}, "kind": "fact", "content": "Works nights.",
+       "provenance": {{"source": "chat"}}}}]
+)
+client = Client()
+client.force_login(make_user("pat", "privacy-officer", ("tenant=t",)))
+assert client.post(f"/records/{{record.id}}/invalidate/run/", {{"reason": f"{{CANARY}} asked"}}).status_code == 303
+b"".join(client.get("/export.jsonl?scope=" + SCOPE.replace("=", "%3D").replace(",", "%2C")).streaming_content)
+if {erase}:
+    form = {{"scope": SCOPE, "confirm_scope": SCOPE, "reason": f"asked by {{CANARY}}"}}
+    done = client.post("/scopes/erase/run/", form)
+    assert done.status_code == 303, done.content
+    assert client.get(done["Location"]).status_code == 200
+"""
+
+
+def _dashboard_file_after(tmp_path: Path, *, erase: bool) -> bytes:
+    """Run the dashboard in a process of its own, on a dashboard database file, and return
+    that file's bytes (and any journal beside it) afterwards."""
+    tmp_path.mkdir()
+    env = {
+        **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")},
+        "DJANGO_SETTINGS_MODULE": "memory_admin.dashboard.settings.dev",
+        "DJANGO_ALLOWED_HOSTS": "testserver",
+        "DJANGO_SECRET_KEY": "a-secret-key-for-this-test-only-" + "x" * 30,
+        "MEMORY_ADMIN_VAR_DIR": str(tmp_path),
+        "DASHBOARD_DB_PATH": str(tmp_path / "dashboard.sqlite3"),
+        "MEMORY_STORE_URL": f"sqlite:///{tmp_path / 'memory.sqlite3'}",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
+    script = SCRIPT.format(canary=CANARY, scope="tenant=t,user=" + CANARY, erase=erase)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    path = tmp_path / "dashboard.sqlite3"
+    return b"".join(p.read_bytes() for p in (path, *path.parent.glob("dashboard.sqlite3-*")) if p.exists())
+
+
+def test_the_dashboard_database_file_keeps_no_canary_after_erasure(tmp_path: Path) -> None:
+    before = _dashboard_file_after(tmp_path / "kept", erase=False)
+    assert CANARY.encode() in before  # the test can see it: the reason and the scopes hold it
+    after = _dashboard_file_after(tmp_path / "erased", erase=True)
+    assert CANARY.encode() not in after and CANARY.upper().encode() not in after
