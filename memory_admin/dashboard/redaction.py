@@ -28,6 +28,7 @@ from django.db import transaction
 from django.utils.crypto import salted_hmac
 
 from memory_admin.dashboard.models import AuditEntry
+from memory_admin.errors import MemoryValidationError
 from memory_admin.scope import TENANT_KEY, Scope, canonical_scope, format_scope, parse_scope_text, scope_json
 
 HASH_PREFIX = "hmac:"
@@ -137,7 +138,7 @@ def _replace_values(text: str, pairs: Mapping[str, str]) -> str:
 def _hashed_scope_text(text: str) -> str:
     try:
         return format_scope(hashed_scope(parse_scope_text(text)))
-    except Exception:
+    except MemoryValidationError:  # an unreadable text is dropped rather than kept raw
         return HASH_PREFIX + "unreadable"
 
 
@@ -182,7 +183,7 @@ def _all_values(entry: AuditEntry) -> dict[str, str]:
     for text in entry.counts.get("scope_list") or []:
         try:
             found.update(parse_scope_text(str(text)))
-        except Exception:
+        except MemoryValidationError:  # not a scope text: nothing to take from it
             continue
     return found
 
