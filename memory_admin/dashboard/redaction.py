@@ -116,9 +116,19 @@ def grant_covers(grant: Mapping[str, str], entry_scope: Mapping[str, str]) -> bo
         held = entry_scope.get(key)
         if held is None:
             return False
-        if held != value and not (is_token(held) and held == value_token(key, value)):
+        if not _same_value(key, held, value):
             return False
     return True
+
+
+def _same_value(key: str, one: str, other: str) -> bool:
+    """Equal values, or one the keyed hash of the other."""
+    if one == other:
+        return True
+    if is_token(one) != is_token(other):
+        token, raw = (one, other) if is_token(one) else (other, one)
+        return token == value_token(key, raw)
+    return False
 
 
 def _inside(entry_scope: Mapping[str, str], scope: Mapping[str, str]) -> bool:
@@ -189,7 +199,13 @@ def _all_values(entry: AuditEntry) -> dict[str, str]:
 
 
 def erasures_of(scope: Mapping[str, str]) -> list[AuditEntry]:
-    """Every audit entry about ``scope`` (raw or hashed): "was it erased, when, by whom?"."""
+    """Every audit entry about ``scope`` (raw or hashed) — actions inside it, and erasures
+    of a broader scope that took it too: "was it erased, when, by whom?"."""
     canonical = canonical_scope(scope)
     entries = AuditEntry.objects.filter(tenant=canonical[TENANT_KEY]).order_by("id")
-    return [entry for entry in entries if _inside(entry.scope, canonical)]
+    return [
+        entry
+        for entry in entries
+        if _inside(entry.scope, canonical)
+        or (entry.action == AuditEntry.Action.ERASE and _inside(canonical, entry.scope))
+    ]

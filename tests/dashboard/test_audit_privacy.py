@@ -173,6 +173,9 @@ def test_who_erased_a_scope_is_answerable_by_someone_who_knows_it(
         for line in lines
     )
     assert any(" invalidate by user1 " in line for line in lines) and not any(" delete " in line for line in lines)
+    out = StringIO()  # a scope inside the erased one was erased with it
+    call_command("memory_audit_lookup", "--scope", f"tenant=t,user={CANARY},agent=planner", stdout=out)
+    assert f"#{erasure.pk} " in out.getvalue() and " invalidate " not in out.getvalue()
     out = StringIO()
     call_command("memory_audit_lookup", "--scope", "tenant=t,user=zqxsomeoneelse", stdout=out)
     assert "No audit entry is about that scope." in out.getvalue()
@@ -265,3 +268,30 @@ def test_the_dashboard_database_file_keeps_no_canary_after_erasure(tmp_path: Pat
     assert CANARY.encode() in before  # the test can see it: the reason and the scopes hold it
     after = _dashboard_file_after(tmp_path / "erased", erase=True)
     assert CANARY.encode() not in after and CANARY.upper().encode() not in after
+
+
+def test_erasing_a_whole_tenant_hashes_every_value_under_it(client_for: MakeClient, store: InMemoryMemoryStore) -> None:
+    agent = {"tenant": "t2", "user": CANARY, "agent": "planner"}
+    [record] = store.write([{"scope": agent, "provenance": CHAT, "kind": "fact", "content": "Books trains."}])
+    officer = client_for("privacy-officer", "tenant=t2")
+    reason = {"reason": "Wrong, see ticket 5"}
+    assert officer.post(reverse("dashboard:invalidate_run", args=[record.id]), reason).status_code == 303
+    done = officer.post(
+        reverse("dashboard:erase_run"), {"scope": "tenant=t2", "confirm_scope": "tenant=t2", "reason": "Customer left"}
+    )
+    assert done.status_code == 303
+    invalidated = AuditEntry.objects.get(action="invalidate")
+    assert invalidated.scope == {
+        "tenant": "t2",
+        "user": value_token("user", CANARY),
+        "agent": value_token("agent", "planner"),
+    }
+    assert invalidated.reason.startswith("(removed when the scope was erased")
+    erasure = AuditEntry.objects.get(action="erase")
+    assert erasure.scope == {"tenant": "t2"} and erasure.reason == "Customer left"
+    assert all("hmac:" in text for text in erasure.counts["scope_list"])
+    assert [row for row in AuditEntry.objects.values() if CANARY in repr(row)] == []
+    # who erased the person's scope is still answerable, through the tenant's erasure too
+    out = StringIO()
+    call_command("memory_audit_lookup", "--scope", f"tenant=t2,user={CANARY}", stdout=out)
+    assert " invalidate by " in out.getvalue() and f"#{erasure.pk} " in out.getvalue()
