@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Access
+from memory_admin.dashboard.redaction import grant_covers
 from memory_admin.errors import MemoryStoreError
 from memory_admin.scope import TENANT_KEY, canonical_scope, scope_json
 
@@ -68,6 +71,43 @@ def audited(
     finish(entry, AuditEntry.Outcome.DONE)
 
 
+def export_started(access: Access, scope: Mapping[str, str], fmt: str, *, backend: str = "") -> AuditEntry:
+    """The entry for one export download: a new one, or — for the same user and scope
+    within the same minute — the one already written, its ``exports`` count raised, so
+    reloading an export cannot flood the log."""
+    now = timezone.now()
+    minute = now.replace(second=0, microsecond=0)
+    canonical = canonical_scope(scope)
+    with transaction.atomic():
+        entry = (
+            AuditEntry.objects.select_for_update()
+            .filter(
+                action=AuditEntry.Action.EXPORT,
+                actor=access.username,
+                scope_json=scope_json(canonical),
+                at__gte=minute,
+                at__lt=minute + timedelta(minutes=1),
+            )
+            .order_by("-id")
+            .first()
+        )
+        if entry is None:
+            entry = start(access, AuditEntry.Action.EXPORT, canonical, backend=backend)
+            entry.counts = {"format": fmt, "exports": 1}
+            entry.save(update_fields=["counts"])
+            return entry
+        formats = sorted({*str(entry.counts.get("format", "")).split(", "), fmt} - {""})
+        entry.counts = {
+            **entry.counts,
+            "format": ", ".join(formats),
+            "exports": int(entry.counts.get("exports", 1)) + 1,
+        }
+        entry.outcome = AuditEntry.Outcome.STARTED
+        entry.error = ""
+        entry.save(update_fields=["counts", "outcome", "error"])
+        return entry
+
+
 def finish(entry: AuditEntry, outcome: AuditEntry.Outcome, *, error: str = "", **counts: Any) -> None:
     """Close ``entry`` with ``outcome`` (and any further counts)."""
     entry.outcome = outcome
@@ -97,7 +137,7 @@ def entries_for(access: Access, *, before: int | None = None, limit: int = 50) -
     for entry in entries[:MAX_SCAN].iterator():
         scanned += 1
         last_id = entry.id
-        if access.all_tenants or access.allows(entry.scope):
+        if entry_visible(access, entry):
             if len(shown) == limit:
                 return shown, shown[-1].id
             shown.append(entry)
@@ -107,4 +147,10 @@ def entries_for(access: Access, *, before: int | None = None, limit: int = 50) -
 
 def visible_entry(access: Access, entry_id: int) -> AuditEntry | None:
     entry = AuditEntry.objects.filter(id=entry_id).first()
-    return entry if entry is not None and access.allows(entry.scope) else None
+    return entry if entry is not None and entry_visible(access, entry) else None
+
+
+def entry_visible(access: Access, entry: AuditEntry) -> bool:
+    """True when ``entry``'s scope lies inside a grant — hashed values (an erased
+    scope's) compared as the grant's values hashed."""
+    return access.all_tenants or any(grant_covers(grant, entry.scope) for grant in access.grants)

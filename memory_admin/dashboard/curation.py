@@ -16,6 +16,7 @@ from datetime import datetime
 from memory_admin.dashboard.audit import audited
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Ability, Access, NotVisible
+from memory_admin.dashboard.redaction import scrub_erased_scope
 from memory_admin.errors import MemoryScrubPendingError, MemoryValidationError
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.scope import Scope, canonical_scope, format_scope
@@ -150,6 +151,9 @@ def erase_scope(store: ErasableMemoryStore, access: Access, scope: Mapping[str, 
         }
         if scrub_pending:
             entry.counts["scrub_pending"] = scrub_pending
+    # the receipt, and every earlier entry about the scope, keep keyed hashes of its values
+    scrub_erased_scope(entry, canonical)
+    entry.refresh_from_db()
     return entry
 
 

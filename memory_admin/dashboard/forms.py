@@ -6,7 +6,7 @@ form error the page shows inline with status 400; it never reaches the store.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -15,6 +15,7 @@ from django import forms
 from django.core.validators import MaxLengthValidator
 from django.http import QueryDict
 
+from memory_admin.dashboard.redaction import QUOTE_RUN_CHARS, QUOTE_WORDS, quote_error, quoted_fragment
 from memory_admin.dashboard.scopes import MAX_SCOPE_TEXT, ScopeField
 from memory_admin.errors import MemoryValidationError
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, MIN_BUDGET_CHARS
@@ -277,14 +278,22 @@ class CursorForm(QueryStringForm):
 # --- curation and privacy (POST forms) ------------------------------------------------------
 
 
+QUOTE_RULE = (
+    f" A reason that quotes the record ({QUOTE_WORDS} or more of its words in a row,"
+    f" or {QUOTE_RUN_CHARS} characters of it, ignoring case and punctuation) is refused."
+)
+
+
 def _reason_field(
     help_text: str = "Kept in the audit log. Say why; never paste the content itself.", *, first: bool = False
 ) -> forms.CharField:
-    attrs: dict[str, Any] = {"rows": 2, "autofocus": True} if first else {"rows": 2}
+    attrs: dict[str, Any] = {"rows": 2, "dir": "auto"}
+    if first:
+        attrs["autofocus"] = True
     return forms.CharField(
         max_length=MAX_REASON_CHARS,
         label="Reason",
-        help_text=help_text,
+        help_text=help_text + QUOTE_RULE,
         widget=forms.Textarea(attrs=attrs),
         error_messages={"required": "Give a reason: it goes into the audit log."},
     )
@@ -298,7 +307,7 @@ class CorrectForm(forms.Form):
     content = forms.CharField(
         label="Corrected content",
         help_text="The replacement record; the current one stays in the chain, marked superseded.",
-        widget=forms.Textarea(attrs={"rows": 4, "autofocus": True}),
+        widget=forms.Textarea(attrs={"rows": 4, "autofocus": True, "dir": "auto"}),
     )
     reason = _reason_field()
 
@@ -365,3 +374,9 @@ class EraseForm(forms.Form):
 
 class SweepForm(forms.Form):
     scope = ScopeField(required=True, hidden=True)
+
+
+def refuse_quoting(form: forms.Form, texts: Iterable[str]) -> None:
+    """Mark ``form``'s reason as an error when it quotes one of ``texts`` (the record's)."""
+    if form.is_valid() and (fragment := quoted_fragment(form.cleaned_data["reason"], texts)) is not None:
+        form.add_error("reason", quote_error(fragment))

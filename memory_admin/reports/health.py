@@ -243,7 +243,7 @@ def build_health(
     report.conflicts = key_conflicts(live)[:SHOWN]
     report.no_provenance = [r for r in live if not has_usable_provenance(r.provenance)][:SHOWN]
     _expired(store, report, visible)
-    _never_recalled(store, report, live)
+    _never_recalled(store, report, live, visible)
     _profiles(store, report, visible)
     _corrupt(store, report)
     return report
@@ -278,14 +278,18 @@ def _expired(store: AdminMemoryStore, report: HealthReport, visible: Callable[[S
     report.expired = [r for r in records if r.is_expired(report.now) and visible(r.scope)][:SHOWN]
 
 
-def _never_recalled(store: AdminMemoryStore, report: HealthReport, live: list[MemoryRecord]) -> None:
+def _never_recalled(
+    store: AdminMemoryStore, report: HealthReport, live: list[MemoryRecord], visible: Callable[[Scope], bool]
+) -> None:
     check = report.recall_check
     if not store.capabilities().events or not isinstance(store, EventLogStore):
         check.problem = "this store keeps no event log"
         return
     # a record can be recalled from any scope of its tenant (visible match reads upwards)
     scan = read_recall_events(store, scope={TENANT_KEY: report.scope[TENANT_KEY]}, limit=EVENT_SCAN)
-    recalls = scan.recalls
+    # ... but only the recalls the reader may see are read, counted or dated: a user
+    # granted one scope of the tenant learns nothing of the others' traffic
+    recalls = [event for event in scan.recalls if visible(event.scope)]
     check.checked = len(recalls)
     check.complete = scan.complete
     report.recall_events = len(recalls)

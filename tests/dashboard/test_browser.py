@@ -166,3 +166,34 @@ def test_everything_works_without_javascript(browser: Browser, site: str) -> Non
         assert page.locator("#timeline li.version").count() == 5
     finally:
         context.close()
+
+
+def test_a_direction_override_cannot_spoof_the_author_line(page: Page, demo_store: InMemoryMemoryStore) -> None:
+    # an author that reverses what follows, so "· via chat" would read as if from the dashboard
+    spoof = "support-bot \u202edraobhsad aiv"
+    [record] = demo_store.write(
+        [
+            {
+                "scope": {"tenant": "acme", "user": "dana"},
+                "kind": "fact",
+                "content": "Dana's \u202etnemyap\u202c is due.",
+                "tags": ["\u202egat"],
+                "key": "\u2067k",
+                "provenance": {"source": "chat", "author": spoof},
+            }
+        ]
+    )
+    sign_in(page)
+    page.goto(f"/records/{record.id}/")
+    who = page.locator("#timeline p.who").first
+    expect(who).to_contain_text("⟨U+202E⟩")  # the control is shown, not obeyed
+    author, source = who.locator("bdi").nth(0), who.locator("bdi").nth(1)
+    assert author.inner_text() == "support-bot ⟨U+202E⟩draobhsad aiv" and source.inner_text() == "chat"
+    author_box, source_box = author.bounding_box(), source.bounding_box()
+    assert author_box is not None and source_box is not None
+    # isolated: the author's text ends before the source begins, left to right as written
+    assert author_box["x"] + author_box["width"] <= source_box["x"]
+    html = page.content()
+    assert "\u202e" not in html and "\u2067" not in html  # nowhere on the page is one obeyed
+    for marker in ("⟨U+202E⟩", "⟨U+202C⟩", "⟨U+2067⟩"):
+        assert marker in page.locator("main").inner_text()

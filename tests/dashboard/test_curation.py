@@ -12,6 +12,8 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from memory_admin.dashboard.models import AuditEntry
+from memory_admin.dashboard.redaction import hashed_scope
+from memory_admin.scope import format_scope
 from memory_admin.store import InMemoryMemoryStore
 from tests.dashboard.conftest import MakeClient, find
 
@@ -114,7 +116,7 @@ def test_correct_writes_a_superseding_version(curator: Client, demo_store: InMem
     assert retired is not None and retired.superseded_by == new.id and retired.content == old.content  # not edited
     page = curator.get(response["Location"]).content.decode()
     assert "5 versions" in page and "<del>has switched to green tea; </del><ins>drinks rooibos; </ins>" in page
-    assert f"Written by user1 · via dashboard · run audit-{entry.pk}" in page
+    assert f"Written by <bdi>user1</bdi> · via <bdi>dashboard</bdi> · run <bdi>audit-{entry.pk}</bdi>" in page
     assert "rooibos" not in audit_text()
 
 
@@ -236,9 +238,12 @@ def test_erase_preview_confirm_receipt(officer: Client, demo_store: InMemoryMemo
     assert find(demo_store, "tenant=acme,user=dana2", "bees")  # the look-alike stays
     assert find(demo_store, "tenant=acme", "Expense reports")  # and the tenant-wide records
     receipt = officer.get(done["Location"]).content.decode()
-    assert "Receipt: Erase a scope" in receipt and "user1 (privacy officer)" in receipt
+    assert "Receipt: Erase a scope" in receipt and "<bdi>user1</bdi> (privacy officer)" in receipt
     assert f"{counts.total} records" in receipt and f"{len(events)} events" in receipt and "Art. 17 request" in receipt
-    assert "agent=planner,tenant=acme,user=dana" in receipt
+    # the receipt names the scopes by keyed hashes of their values, never the values
+    assert "agent=planner,tenant=acme,user=dana" not in receipt
+    hashed = format_scope(hashed_scope({"tenant": "acme", "user": "dana", "agent": "planner"}))
+    assert hashed.startswith("agent=hmac:") and hashed in receipt
     entry = AuditEntry.objects.get(action="erase")
     assert entry.counts["records"] == counts.total and entry.counts["by_kind"]["profile"] == 12
     assert "green tea" not in audit_text() and "Dana Whitfield" not in audit_text()

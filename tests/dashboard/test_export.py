@@ -7,12 +7,15 @@ import csv
 import io
 import json
 from collections.abc import Iterator
+from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from django.http import StreamingHttpResponse
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import urlencode
 
 from memory_admin.dashboard.export import csv_row, neutralise
@@ -142,7 +145,7 @@ def test_export_streams_page_by_page(
     rest = b"".join(chunks)
     assert (first + rest).count(b"\n") == 2100 and len(pages) == 5
     entry = AuditEntry.objects.get(action="export")
-    assert entry.outcome == "done" and entry.counts == {"format": "jsonl", "records": 2100}
+    assert entry.outcome == "done" and entry.counts == {"format": "jsonl", "exports": 1, "records": 2100}
 
 
 def test_an_abandoned_download_is_audited(
@@ -185,3 +188,28 @@ def test_the_browser_links_to_its_export(admin: Client) -> None:
     html = admin.get(reverse("dashboard:browse") + "?scope=tenant%3Dacme&kind=fact&after=r1.1").content.decode()
     assert 'href="/export.jsonl?scope=tenant%3Dacme&amp;kind=fact"' in html
     assert 'href="/export.csv?scope=tenant%3Dacme&amp;kind=fact"' in html
+
+
+def test_exports_are_coalesced_per_user_scope_and_minute(
+    client_for: MakeClient, demo_store: InMemoryMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_admin.dashboard import audit
+
+    moment = timezone.now().replace(second=10)  # well inside one minute, however slow the run
+    monkeypatch.setattr(audit, "timezone", SimpleNamespace(now=lambda: moment))
+    admin, other = client_for("admin"), client_for("admin")
+    for _ in range(5):  # reloading an export does not flood the log
+        assert export(admin, scope="tenant=acme")[0] == 200
+    assert export(admin, "csv", scope="tenant=acme")[0] == 200
+    [entry] = AuditEntry.objects.filter(action="export")
+    assert entry.counts["exports"] == 6 and entry.counts["format"] == "csv, jsonl" and entry.outcome == "done"
+    assert entry.counts["records"] == len(listing(demo_store, scope={"tenant": "acme"}))
+    assert "6 downloads" in admin.get(reverse("dashboard:audit")).content.decode()
+    export(admin, scope="tenant=globex")  # another scope
+    export(other, scope="tenant=acme")  # another user
+    assert AuditEntry.objects.filter(action="export").count() == 3
+    # a minute later, a new entry
+    AuditEntry.objects.filter(pk=entry.pk).update(at=entry.at - timedelta(minutes=1))
+    export(admin, scope="tenant=acme")
+    assert AuditEntry.objects.filter(action="export").count() == 4
+    assert AuditEntry.objects.get(pk=entry.pk).counts["exports"] == 6

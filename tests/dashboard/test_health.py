@@ -38,13 +38,13 @@ def test_demo_findings(officer: Client, demo_store: InMemoryMemoryStore) -> None
     assert 'Near-duplicate live records <span class="count">1</span>' in globex
     assert "86 %" in globex and "pointed to the status page" in globex and "sent to the status page" in globex
     acme = officer.get(health_url("tenant=acme")).content.decode()
-    assert "<code>diet</code> in <code>tenant=acme,user=mei</code> — across kinds" in acme
+    assert "<code><bdi>diet</bdi></code> in <code>tenant=acme,user=mei</code> — across kinds" in acme
     assert 'Expired, not yet swept <span class="count">3</span>' in acme and "Sweep 3 expired records" in acme
     assert "<code>tenant=acme,user=dana</code>: " in acme and "deferred on every recall" in acme
     assert "Never recalled" in acme and "The demo corpus (v2) was loaded" in acme
     initech = officer.get(health_url("tenant=initech")).content.decode()
     assert 'No usable provenance <span class="count">1</span>' in initech
-    assert "The staging cluster is rebuilt every Sunday night." in initech and "via unknown" in initech
+    assert "The staging cluster is rebuilt every Sunday night." in initech and "via <bdi>unknown</bdi>" in initech
     assert 'Rows that fail validation <span class="count">0</span>' in initech
 
 

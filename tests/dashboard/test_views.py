@@ -225,7 +225,14 @@ def test_empty_store_says_how_to_fill_it(client_for: MakeClient, monkeypatch: py
 def test_record_shows_every_field(admin: Client, demo_store: InMemoryMemoryStore) -> None:
     record = find(demo_store, "tenant=acme,agent=support", "halved refund handling")
     html = body(admin.get(reverse("dashboard:record", args=[record.id])))
-    for expected in (record.id, "agent=support", "episode", "via support-agent", "judgment_domain", "refunds"):
+    for expected in (
+        record.id,
+        "agent=support",
+        "episode",
+        "via <bdi>support-agent</bdi>",
+        "judgment_domain",
+        "refunds",
+    ):
         assert expected in html
     assert "Read-only" not in html  # another record's payload
     assert "Ask for the six-letter booking reference first" in html  # this payload

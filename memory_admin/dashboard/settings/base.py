@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,9 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "insecure-development-key-change-me")
+# The key of the audit log's hashes of erased scope values (docs/privacy.md); derived
+# from SECRET_KEY when empty. Set it to keep lookups working across SECRET_KEY rotations.
+MEMORY_ADMIN_AUDIT_KEY = os.environ.get("MEMORY_ADMIN_AUDIT_KEY", "")
 DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 
@@ -50,6 +54,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "memory_admin.dashboard",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -69,6 +74,8 @@ MIDDLEWARE = [
     "memory_admin.dashboard.middleware.HtmxSignInRedirectMiddleware",
     # the memory library's typed errors → HTTP, in one place
     "memory_admin.dashboard.errors.StoreErrorMiddleware",
+    # sign-in throttling (below): last, as django-axes asks
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memory_admin.dashboard.urls"
@@ -80,6 +87,8 @@ TEMPLATES = [
         "DIRS": [] if INSTALLED_LAYOUT else [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
+            # |isolate (user text in <bdi>, direction controls shown) in every template
+            "builtins": ["memory_admin.dashboard.templatetags.memory"],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
@@ -128,6 +137,21 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 
 LOGIN_URL = "login"
+
+# Sign-in throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is locked out — the right password fails too —
+# until the cool-off has passed (or `memory-admin manage axes_reset_username NAME`). Attempts
+# live in the dashboard database, so every server worker counts the same ones.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out pair before any password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("DASHBOARD_SIGNIN_FAILURES", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("DASHBOARD_SIGNIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_DISABLE_ACCESS_LOG = True  # no log of successful sign-ins: the dashboard keeps what it needs only
+AXES_LOCKOUT_CALLABLE = "memory_admin.dashboard.views.signin.locked_out"
 LOGIN_REDIRECT_URL = "dashboard:browse"
 LOGOUT_REDIRECT_URL = "login"
 

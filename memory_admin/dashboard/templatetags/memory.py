@@ -1,4 +1,10 @@
-"""Small presentation helpers for memory records in templates."""
+"""Small presentation helpers for memory records in templates.
+
+User text — a record's content, key, tags and provenance, reasons, scope values — is
+printed through :func:`isolate`: inside ``<bdi>`` (so its direction cannot leak into
+the text around it: an author line cannot be spoofed), with every bidirectional control
+character shown as a visible marker (``⟨U+202E⟩``) rather than obeyed.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from django import template
+from django.utils.html import conditional_escape, format_html_join
+from django.utils.safestring import SafeString, mark_safe
 
 from memory_admin.records import MemoryRecord, Provenance, utc_now
-from memory_admin.reports.timeline import provenance_text
 from memory_admin.scope import format_scope
 
 register = template.Library()
@@ -25,14 +32,50 @@ def record_state(record: MemoryRecord) -> str:
     return "live"
 
 
-@register.filter
-def scope_text(scope: Mapping[str, str]) -> str:
-    return format_scope(scope)
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""The marks, embeddings, overrides and isolates of the Unicode bidirectional algorithm."""
+
+
+def mark_bidi(text: str) -> str:
+    """``text`` (already escaped) with each bidirectional control as a visible marker."""
+    if not BIDI_CONTROLS.intersection(text):
+        return text
+    return "".join(
+        f'<span class="bidi-mark" title="an invisible direction control">⟨U+{ord(c):04X}⟩</span>'
+        if c in BIDI_CONTROLS
+        else c
+        for c in text
+    )
+
+
+@register.filter(is_safe=True)
+def isolate(value: object) -> SafeString:
+    """``value`` escaped, direction-isolated (``<bdi>``) and its direction controls shown."""
+    text = "" if value is None else str(value)
+    return mark_safe(f"<bdi>{mark_bidi(str(conditional_escape(text)))}</bdi>")
 
 
 @register.filter
-def provenance(value: Provenance) -> str:
-    return provenance_text(value)
+def scope_text(scope: Mapping[str, str]) -> SafeString:
+    return isolate(format_scope(scope))
+
+
+@register.filter
+def provenance(value: Provenance) -> SafeString:
+    """``by dana · via chat · conversation c-17 · run r-3``, each value isolated."""
+    parts = [
+        (label, field)
+        for label, field in (
+            ("by", value.author),
+            ("via", value.source),
+            ("conversation", value.conversation_id),
+            ("run", value.run_id),
+        )
+        if field
+    ]
+    if not parts:
+        return mark_safe("")
+    return format_html_join(" · ", "{} {}", ((label, isolate(field)) for label, field in parts))
 
 
 @register.filter

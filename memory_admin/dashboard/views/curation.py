@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 
 from memory_admin.dashboard import curation
-from memory_admin.dashboard.forms import CorrectForm, InvalidateForm
+from memory_admin.dashboard.forms import CorrectForm, InvalidateForm, refuse_quoting
 from memory_admin.dashboard.permissions import Ability, Access, access_for
 from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, render_region, see_other
 from memory_admin.dashboard.views.records import record_context
@@ -47,6 +47,7 @@ def invalidate_form(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
 def invalidate(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     access, store, record = _curatable(request, record_id)
     form = InvalidateForm(request.POST)
+    refuse_quoting(form, [record.content])
     if form.is_valid() and record.invalid_at is not None:
         form.add_error(None, "This record is already invalid; there is nothing to invalidate.")
     if not form.is_valid():
@@ -68,6 +69,7 @@ def correct_form(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
 def correct(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     access, store, record = _curatable(request, record_id)
     form = _correct_form(store, record, data=request.POST)
+    refuse_quoting(form, [record.content])
     if form.is_valid() and not record.is_valid:
         form.add_error(None, "This record is no longer current; correct its newest version instead.")
     if not form.is_valid():

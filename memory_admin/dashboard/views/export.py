@@ -1,7 +1,8 @@
 """``/export.jsonl?…`` and ``/export.csv?…`` — the browser's current filtered view (the
 same query parameters as ``/``), every page of it, confined to the user's grants and
 streamed record by record from the store: a million-record export is never held in
-memory. Each export is noted in the audit log (who, which scope, how many records).
+memory. Each export is noted in the audit log (who, which scope, how many records);
+the exports of one user and scope within a minute share one entry, counted.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from itertools import chain
 from django.http import HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
-from memory_admin.dashboard.audit import describe, finish, start
+from memory_admin.dashboard.audit import describe, export_started, finish
 from memory_admin.dashboard.errors import ErrorPage, render_error
 from memory_admin.dashboard.export import csv_chunks, jsonl_chunks
 from memory_admin.dashboard.forms import BrowseForm
@@ -61,8 +62,7 @@ def export(request: HtmxHttpRequest, fmt: str) -> HttpResponse | StreamingHttpRe
     first = next(records, None)  # store errors surface here, as a page, not mid-download
     content_type, render = FORMATS[fmt]
     stream = chain([first] if first is not None else [], records)
-    entry = start(access, AuditEntry.Action.EXPORT, scope, backend=store.capabilities().backend)
-    entry.counts = {"format": fmt}
+    entry = export_started(access, scope, fmt, backend=store.capabilities().backend)
     response = StreamingHttpResponse(render(_counted(entry, stream)))
     response["Content-Type"] = content_type
     response["Content-Disposition"] = f'attachment; filename="{_filename(scope, fmt)}"'

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.dashboard import curation
-from memory_admin.dashboard.forms import DeleteForm, EraseForm, ScopeForm
+from memory_admin.dashboard.forms import DeleteForm, EraseForm, ScopeForm, refuse_quoting
 from memory_admin.dashboard.permissions import Ability, Access, NotVisible, access_for
 from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, see_other
 from memory_admin.errors import MemoryCorruptionError
@@ -73,6 +73,7 @@ def delete_form(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
 def delete(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     target = _deletable(request, record_id)
     form = DeleteForm(request.POST, record_id=record_id)
+    refuse_quoting(form, [target.record.content] if target.record is not None else [])
     if not form.is_valid():
         return _delete_page(request, target, form, status=400)
     entry = curation.delete_record(target.store, target.access, record_id, target.scope, form.cleaned_data["reason"])
@@ -132,10 +133,12 @@ def erase(request: HtmxHttpRequest) -> HttpResponse:
     scope: Scope | None = form.cleaned_data.get("scope")
     if scope is None:
         return render(request, ERASE_PREVIEW, {"access": access, "form": ScopeForm(), "missing": True}, status=400)
-    if not valid:
-        return render(request, ERASE_CONFIRM, {**_erase_context(access, scope), "form": form}, status=400)
+    context = _erase_context(access, scope)
+    refuse_quoting(form, [record.content for record in context["sample"]])
+    if not valid or not form.is_valid():
+        return render(request, ERASE_CONFIRM, {**context, "form": form}, status=400)
     entry = curation.erase_scope(admin_store(), access, scope, form.cleaned_data["reason"])
-    messages.success(request, f"Scope {format_scope(scope)} was erased. This is the receipt.")
+    messages.success(request, "The scope was erased. This is the receipt (it names the scope by keyed hashes only).")
     return see_other(reverse("dashboard:audit_entry", args=[entry.pk]))
 
 
