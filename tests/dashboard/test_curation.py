@@ -346,3 +346,26 @@ def test_erase_preview_lists_records_elsewhere_that_mention_the_person(
     dana = find(demo_store, "tenant=acme,user=dana", "Mei (ledger)")
     assert reverse("dashboard:record", args=[dana.id]) in preview
     assert preview.count('class="sample mentions"') == 1
+
+
+@pytest.mark.parametrize("value", ["dana,", "x,team=ops", "50%", "a=b"])
+def test_every_scope_the_store_holds_can_be_browsed_previewed_and_erased(
+    officer: Client, demo_store: InMemoryMemoryStore, value: str
+) -> None:
+    """Scope values holding the text form's own syntax are escaped in every link and form,
+    so they reach exactly their scope — never Dana's, never nothing."""
+    from memory_admin.scope import format_scope
+
+    odd = {"tenant": "acme", "user": value}
+    [record] = demo_store.write(
+        [{"scope": odd, "kind": "fact", "content": "Odd scope note.", "provenance": {"source": "t"}}]
+    )
+    text = format_scope(odd)
+    browse = officer.get(reverse("dashboard:browse"), {"scope": text}).content.decode()
+    assert "Odd scope note." in browse and "Dana" not in browse
+    preview = officer.get(reverse("dashboard:erase"), {"scope": text}).content.decode()
+    assert "Odd scope note." in preview and '<th scope="row">Records</th><td>1</td>' in preview
+    done = officer.post(reverse("dashboard:erase_run"), {"scope": text, "confirm_scope": text, "reason": "asked"})
+    assert done.status_code == 303
+    assert demo_store.get(record.id) is None
+    assert demo_store.count_records({"tenant": "acme", "user": "dana"}).total > 0, "Dana's records stay"
