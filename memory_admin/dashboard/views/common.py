@@ -12,7 +12,8 @@ from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 from django_htmx.middleware import HtmxDetails
 
-from memory_admin.dashboard.permissions import Access, access_for
+from memory_admin.dashboard.errors import not_visible_message
+from memory_admin.dashboard.permissions import Access, NotVisible, access_for
 from memory_admin.dashboard.stores import get_store
 from memory_admin.store import FullMemoryStore, MemoryNeeds, require_memory
 
@@ -59,9 +60,15 @@ def render_region(
     fragment = bool(request.htmx) and not request.htmx.history_restore_request
     name = f"{template}#{region}" if fragment else template
     response = render(request, name, context, status=status)
+    if fragment:
+        # an answer that made it here clears an error an earlier request left in the
+        # page's error region (errors.render_error puts them there)
+        response.write(CLEAR_ERROR_REGION)
     patch_vary_headers(response, ["HX-Request"])
     return response
 
+
+CLEAR_ERROR_REGION = '<div id="htmx-error" hx-swap-oob="innerHTML"></div>'
 
 FormT = TypeVar("FormT", bound=forms.Form)
 
@@ -74,12 +81,22 @@ def query_page(
     build: Callable[[Access, FormT], Mapping[str, Any]],
 ) -> HttpResponse:
     """A page whose filters live in its query string (``form``): a bad parameter is a
-    400 that shows the form's errors; otherwise the page shows what ``build`` makes of
-    the user and the valid form."""
+    400 that shows the form's errors, a scope outside the user's grants a 404 that says
+    so beside the scope field; otherwise the page shows what ``build`` makes of the user
+    and the valid form."""
     access = access_for(request)
     if not form.is_valid():
         return render_region(request, template, region, {"form": form, "access": access}, status=400)
-    return render_region(request, template, region, {"form": form, **build(access, form)})
+    try:
+        context = build(access, form)
+    except NotVisible as exc:
+        # a scope outside the grants: said beside the scope field, in the page that asked,
+        # so the form stays to fix it (the same words as the 404 page, which never says which)
+        form.add_error("scope", not_visible_message(exc))
+        return render_region(request, template, region, {"form": form, "access": access}, status=404)
+    # a builder may refuse an option the form let through (a form error, not a page)
+    status = 400 if form.errors else 200
+    return render_region(request, template, region, {"form": form, **context}, status=status)
 
 
 def see_other(url: str) -> HttpResponseRedirect:

@@ -1,0 +1,132 @@
+"""Real-browser checks that every page holds up: a bad filter renders its error inside
+the page (nav, form and styles stay), and every page fits a 375 px phone without
+sideways scrolling while 1366 px stays laid out as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from memory_admin.store import InMemoryMemoryStore
+from tests.dashboard.conftest import make_user
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the browser fixture skips (or fails, in CI) with the reason
+    expect = None  # type: ignore[assignment]
+
+PASSWORD = "pw-for-tests-only"
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def site(live_server: Any, demo_store: InMemoryMemoryStore) -> str:
+    make_user("ada", "admin")
+    make_user("vera", "viewer", ("tenant=acme",))
+    return str(live_server.url)
+
+
+def open_tab(browser: Browser, site: str, width: int, height: int = 900) -> Iterator[Page]:
+    context = browser.new_context(base_url=site, viewport={"width": width, "height": height})
+    context.set_default_timeout(10_000)
+    tab = context.new_page()
+    yield tab
+    context.close()
+
+
+@pytest.fixture
+def page(browser: Browser, site: str) -> Iterator[Page]:
+    yield from open_tab(browser, site, 1366)
+
+
+@pytest.fixture
+def phone(browser: Browser, site: str) -> Iterator[Page]:
+    yield from open_tab(browser, site, 375, 800)
+
+
+def sign_in(page: Page, username: str) -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"/(\?.*)?$"))
+
+
+# --- 1. a bad filter never wipes the page ---------------------------------------------
+
+FORMS = [
+    pytest.param("/", "Apply", id="browse"),
+    pytest.param("/recall/", "Show", id="recall"),
+    pytest.param("/health/", "Check", id="health"),
+    pytest.param("/scopes/", "Show", id="scopes"),
+    pytest.param("/recall/preview/", "Run the preview", id="preview"),
+]
+
+
+def assert_error_in_layout(page: Page, text: str) -> None:
+    """The error shows in the page's error region, next to a form that still works."""
+    error = page.locator("[role=alert]").filter(has_text=text)
+    expect(error).to_be_visible()
+    assert page.locator("header.topbar nav").is_visible()  # the nav survived the swap
+    assert page.get_by_label("Scope", exact=True).is_visible()  # so did the form
+    # and the stylesheet still applies (an unstyled page has a white, not dark, bar)
+    bar = page.locator("header.topbar").evaluate("el => getComputedStyle(el).backgroundColor")
+    assert bar == "rgb(29, 35, 43)"
+
+
+@pytest.mark.parametrize(("path", "button"), FORMS)
+def test_a_malformed_scope_shows_its_error_inside_the_page(page: Page, path: str, button: str) -> None:
+    sign_in(page, "ada")
+    page.goto(path)
+    page.get_by_label("Scope", exact=True).fill("acme")
+    page.get_by_role("button", name=button, exact=True).click()
+    assert_error_in_layout(page, "key=value")
+    # the form still works afterwards: a good scope replaces the error
+    page.get_by_label("Scope", exact=True).fill("tenant=acme")
+    page.get_by_role("button", name=button, exact=True).click()
+    expect(page.locator("[role=alert]").filter(has_text="key=value")).to_have_count(0)
+
+
+@pytest.mark.parametrize(("path", "button"), FORMS)
+def test_a_scope_outside_the_grants_shows_its_error_inside_the_page(page: Page, path: str, button: str) -> None:
+    sign_in(page, "vera")
+    page.goto(path)
+    page.get_by_label("Scope", exact=True).fill("tenant=globex")
+    page.get_by_role("button", name=button, exact=True).click()
+    assert_error_in_layout(page, "outside the scopes you may see")
+    page.get_by_label("Scope", exact=True).fill("tenant=acme")
+    page.get_by_role("button", name=button, exact=True).click()
+    expect(page.locator("[role=alert]").filter(has_text="outside the scopes")).to_have_count(0)
+
+
+def test_a_full_page_error_stays_styled(page: Page) -> None:
+    sign_in(page, "vera")
+    page.goto("/records/mem_missing/")
+    expect(page.locator("#error")).to_contain_text("outside the scopes you may see")
+    assert page.locator("header.topbar nav").is_visible()
+    assert page.locator("#error").evaluate("el => getComputedStyle(el).borderRadius") == "8px"  # a card
+    for query in ("scope=tenant%3Dglobex", "scope=acme"):  # reloading a bad filter: the page, with its form
+        page.goto(f"/?{query}")
+        assert_error_in_layout(page, "key=value" if "acme" in query else "outside the scopes")
+
+
+def test_an_htmx_error_goes_to_the_error_region_and_the_next_answer_clears_it(page: Page) -> None:
+    sign_in(page, "vera")
+    page.goto("/?scope=tenant%3Dacme%2Cuser%3Ddana")
+    record = page.locator("section.results td.content a").first.get_attribute("href")
+    # a viewer asking for a curator's form, as an htmx request aimed at the browser region
+    page.evaluate("url => htmx.ajax('GET', url, {target: '#browse', swap: 'outerHTML'})", f"{record}invalidate/")
+    expect(page.locator("#htmx-error [role=alert]")).to_contain_text("needs the curator role")
+    assert page.get_by_label("Scope", exact=True).is_visible()  # the region that asked is untouched
+    page.get_by_label("Search").fill("tea")
+    page.get_by_label("Search").press("Enter")
+    page.wait_for_url(re.compile(r"q=tea"))
+    expect(page.locator("#htmx-error")).to_be_empty()

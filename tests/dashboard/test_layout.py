@@ -1,0 +1,38 @@
+"""Both branches of a filter page whose scope is outside the user's grants: the page and
+its fragment keep the form and say why beside the scope field (404, never which)."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from memory_admin.store import InMemoryMemoryStore
+from tests.dashboard.conftest import MakeClient
+
+pytestmark = pytest.mark.usefixtures("demo_store")
+
+PAGES = ["dashboard:browse", "dashboard:recall", "dashboard:health", "dashboard:scope", "dashboard:recall_preview"]
+
+
+@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "fragment"])
+def test_a_scope_outside_the_grants_is_a_form_error(
+    client_for: MakeClient, demo_store: InMemoryMemoryStore, name: str, htmx: bool
+) -> None:
+    viewer = client_for("viewer", "tenant=acme")
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    response = viewer.get(reverse(name), {"scope": "tenant=globex"}, **headers)
+    body = response.content.decode()
+    assert response.status_code == 404
+    assert ("<html" in body) is not htmx
+    assert 'name="scope"' in body and 'aria-invalid="true"' in body
+    assert "Scope tenant=globex does not exist, or is outside the scopes you may see." in body
+    assert "HX-Retarget" not in response  # the region itself carries the error
+
+
+def test_a_fragment_clears_the_error_region(client_for: MakeClient) -> None:
+    viewer = client_for("viewer", "tenant=acme")
+    fragment = viewer.get(reverse("dashboard:browse"), HTTP_HX_REQUEST="true").content.decode()
+    assert fragment.endswith('<div id="htmx-error" hx-swap-oob="innerHTML"></div>')
+    page = viewer.get(reverse("dashboard:browse")).content.decode()
+    assert page.count('id="htmx-error"') == 1 and "hx-swap-oob" not in page
