@@ -219,7 +219,7 @@ def test_erase_preview_confirm_receipt(officer: Client, demo_store: InMemoryMemo
     assert f"<td>{len(events)}</td>" in preview
     assert (
         "<code>tenant=acme,user=dana</code>" in preview
-        and "<code>agent=planner,tenant=acme,user=dana</code>" in preview
+        and "<code>tenant=acme,agent=planner,user=dana</code>" in preview
     )
     assert "user=dana2</code></li>" not in preview  # exactly the scopes that go
     assert demo_store.count_records({"tenant": "acme", "user": "dana"}) == counts  # a dry run
@@ -238,7 +238,7 @@ def test_erase_preview_confirm_receipt(officer: Client, demo_store: InMemoryMemo
     receipt = officer.get(done["Location"]).content.decode()
     assert "Receipt: Erase a scope" in receipt and "user1 (privacy officer)" in receipt
     assert f"{counts.total} records" in receipt and f"{len(events)} events" in receipt and "Art. 17 request" in receipt
-    assert "agent=planner,tenant=acme,user=dana" in receipt
+    assert "tenant=acme,agent=planner,user=dana" in receipt
     entry = AuditEntry.objects.get(action="erase")
     assert entry.counts["records"] == counts.total and entry.counts["by_kind"]["profile"] == 12
     assert "green tea" not in audit_text() and "Dana Whitfield" not in audit_text()
