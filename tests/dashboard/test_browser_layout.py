@@ -13,6 +13,7 @@ import pytest
 
 from memory_admin.store import InMemoryMemoryStore
 from tests.dashboard.conftest import make_user
+from tests.dashboard.pages import every_page
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -130,3 +131,59 @@ def test_an_htmx_error_goes_to_the_error_region_and_the_next_answer_clears_it(pa
     page.get_by_label("Search").press("Enter")
     page.wait_for_url(re.compile(r"q=tea"))
     expect(page.locator("#htmx-error")).to_be_empty()
+
+
+# --- 2. every page at 375 px and at 1366 px -------------------------------------------
+
+
+def page_width(page: Page) -> int:
+    return int(page.evaluate("document.documentElement.scrollWidth"))
+
+
+# the elements whose right edge passes the viewport, outermost first (for the failure message)
+OVERFLOWING = """() => [...document.querySelectorAll("body *")]
+  .filter(el => el.getBoundingClientRect().right > window.innerWidth + 0.5)
+  .filter(el => !el.closest("[data-scrolls]") || el.matches("[data-scrolls]"))
+  .slice(0, 6)
+  .map(el => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "")
+    + (el.className ? "." + String(el.className).replace(/ /g, ".") : "")
+    + " " + Math.round(el.getBoundingClientRect().right))"""
+
+
+def overflowing(page: Page) -> list[str]:
+    return [str(item) for item in page.evaluate(OVERFLOWING)]
+
+
+def test_every_page_fits_a_375_px_phone(phone: Page, demo_store: InMemoryMemoryStore) -> None:
+    urls = [url for _name, url in every_page(demo_store)]
+    sign_in(phone, "ada")
+    too_wide = {}
+    for url in urls:
+        phone.goto(url)
+        if url == "/accounts/login/":
+            continue  # signed in already: it shows the browser
+        if page_width(phone) > 375:
+            too_wide[url] = overflowing(phone)
+        # every nav entry, the user's name and Sign out stay on the dark bar, on screen
+        bar = phone.locator("header.topbar").bounding_box()
+        assert bar is not None
+        for item in phone.locator("header.topbar a, header.topbar .who span, header.topbar button").all():
+            box = item.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 375, url
+            assert box["y"] >= bar["y"] and box["y"] + box["height"] <= bar["y"] + bar["height"] + 1, url
+    assert too_wide == {}
+
+
+def test_every_page_still_fits_1366_px(page: Page, demo_store: InMemoryMemoryStore) -> None:
+    urls = [url for _name, url in every_page(demo_store)]
+    sign_in(page, "ada")
+    for url in urls:
+        page.goto(url)
+        assert page_width(page) <= 1366, url
+        # the nav stays one row on a laptop
+        assert page.locator("header.topbar").evaluate("el => el.getBoundingClientRect().height") < 60, url
+
+
+def test_the_sign_in_page_fits_a_phone(phone: Page) -> None:
+    phone.goto("/accounts/login/")
+    assert page_width(phone) <= 375

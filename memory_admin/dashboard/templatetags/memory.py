@@ -31,6 +31,13 @@ def scope_text(scope: Mapping[str, str]) -> str:
 
 
 @register.filter
+def scope_pairs(scope: Mapping[str, str]) -> list[str]:
+    """The scope's ``key=value`` pairs in display order (tenant first), each as written in
+    scope text (escaped values hold no raw comma, so splitting the text is exact)."""
+    return format_scope(scope).split(",")
+
+
+@register.filter
 def provenance(value: Provenance) -> str:
     return provenance_text(value)
 
