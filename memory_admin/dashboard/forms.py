@@ -47,6 +47,29 @@ MAX_PREVIEW_BUDGET = 100_000
 DATETIME_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"]
 
 
+def utc_time_field(label: str) -> forms.DateTimeField:
+    """A moment in UTC typed as ISO text, 24-hour (``2026-10-27 14:30``). Not a
+    ``datetime-local`` picker: browsers show that in the viewer's locale (12-hour in the
+    US) and local time, under a label that says UTC."""
+    return forms.DateTimeField(
+        required=False,
+        input_formats=DATETIME_FORMATS,
+        label=label,
+        help_text="UTC, 24-hour: YYYY-MM-DD HH:MM",
+        widget=forms.DateTimeInput(
+            format="%Y-%m-%d %H:%M",
+            attrs={
+                "placeholder": "YYYY-MM-DD HH:MM",
+                "pattern": r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?)?",
+                "title": "UTC, 24-hour: YYYY-MM-DD HH:MM (the time may be left out)",
+                "spellcheck": "false",
+                "autocomplete": "off",
+                "size": "16",
+            },
+        ),
+    )
+
+
 @dataclass(frozen=True)
 class BrowseFilters:
     """The browser's filters, parsed and validated."""
@@ -134,12 +157,7 @@ class BrowseForm(QueryStringForm):
     )
     invalidated = forms.BooleanField(required=False, label="include invalidated")
     expired = forms.BooleanField(required=False, label="include expired")
-    as_of = forms.DateTimeField(
-        required=False,
-        input_formats=DATETIME_FORMATS,
-        label="As of (UTC)",
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-    )
+    as_of = utc_time_field("As of (UTC)")
     after = forms.CharField(required=False, max_length=MAX_CURSOR, widget=forms.HiddenInput)
 
     def clean_tag(self) -> str | None:
@@ -205,22 +223,13 @@ def clean_agent_text(text: str) -> str | None:
     return text
 
 
-def _when_field(label: str) -> forms.DateTimeField:
-    return forms.DateTimeField(
-        required=False,
-        input_formats=DATETIME_FORMATS,
-        label=label,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-    )
-
-
 class RecallForm(QueryStringForm):
     """The recall page's filters: scope, agent, time range, bucket size, table cursor."""
 
     scope = ScopeField()
     agent = _agent_field()
-    since = _when_field("From (UTC)")
-    until = _when_field("Until (UTC)")
+    since = utc_time_field("From (UTC)")
+    until = utc_time_field("Until (UTC)")
     bucket = forms.ChoiceField(
         required=False,
         label="Buckets",

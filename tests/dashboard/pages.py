@@ -3,6 +3,8 @@ layout tests and the screenshots walk the same list)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from memory_admin.dashboard import curation
 from memory_admin.dashboard.permissions import ROLES_BY_SLUG, Ability, Access
 from memory_admin.store import InMemoryMemoryStore
@@ -11,18 +13,26 @@ from tests.dashboard.conftest import find
 DANA = "scope=tenant%3Dacme%2Cuser%3Ddana"
 
 
+def as_of_text(moment: datetime) -> str:
+    """A moment as the as-of field takes it in a URL (UTC, 24-hour)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
+
+
 def every_page(store: InMemoryMemoryStore) -> list[tuple[str, str]]:
     """``(name, url)`` for every page; makes one audit entry (an invalidation) to show."""
     admin = Access(username="ada", role=ROLES_BY_SLUG["admin"], abilities=frozenset(Ability), all_tenants=True)
     record = find(store, "tenant=acme,user=dana", "switched to green tea")
     doomed = find(store, "tenant=acme,user=ravi", "Ravi is the owner")
     entry = curation.invalidate_record(store, admin, doomed, "Out of date: ownership moved")
+    espresso = find(store, "tenant=acme,user=dana", "Dana drinks espresso, no milk.")
+    assert espresso.invalid_at is not None
+    as_of = as_of_text(espresso.invalid_at - timedelta(minutes=1))  # while the first drink was believed
     event = store.query_events({"types": ["agent.memory.recall"], "limit": 1})[0].id
     return [
         ("sign-in", "/accounts/login/"),
         ("browse-tenants", "/"),
         ("browse", f"/?{DANA}"),
-        ("browse-as-of", f"/?{DANA}&invalidated=1&as_of=2026-01-01T00:00"),
+        ("browse-as-of", f"/?{DANA}&invalidated=1&as_of={as_of}"),
         ("record", f"/records/{record.id}/"),
         ("record-invalidate", f"/records/{record.id}/invalidate/"),
         ("record-correct", f"/records/{record.id}/correct/"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -187,3 +188,55 @@ def test_every_page_still_fits_1366_px(page: Page, demo_store: InMemoryMemorySto
 def test_the_sign_in_page_fits_a_phone(phone: Page) -> None:
     phone.goto("/accounts/login/")
     assert page_width(phone) <= 375
+
+
+# --- 3. counts; 4. as-of --------------------------------------------------------------
+
+
+def test_browse_says_how_many_and_what_it_hides(page: Page, settings: Any, demo_store: InMemoryMemoryStore) -> None:
+    settings.DASHBOARD_PAGE_SIZE = 5
+    every = demo_store.count_records({"tenant": "acme", "user": "dana"})
+    live = every.total - every.invalidated - every.expired
+    sign_in(page, "ada")
+    page.goto("/?scope=tenant%3Dacme%2Cuser%3Ddana")
+    count = page.locator("#listing-count")
+    expect(count).to_contain_text(f"1–5 of {live}")
+    expect(count).to_contain_text(
+        f"{live} live of {every.total} — {every.invalidated} invalidated, {every.expired} expired, hidden"
+    )
+    # the facet panel counts every state: its number is the "of" above
+    dana = page.locator(".facet li.selected", has_text="dana").locator(".count")
+    assert dana.inner_text() == str(every.total)
+    page.get_by_role("link", name="Next page »").click()
+    expect(count).to_contain_text(f"6–10 of {live}")
+    count.get_by_role("link", name="show invalidated").click()
+    expect(count).to_contain_text(f"1–5 of {every.total - every.expired}")
+    assert page.locator("section.results tbody tr").count() == 5
+
+
+def test_as_of_shows_the_past_and_says_so(page: Page, demo_store: InMemoryMemoryStore) -> None:
+    from tests.dashboard.conftest import find
+    from tests.dashboard.pages import as_of_text
+
+    espresso = find(demo_store, "tenant=acme,user=dana", "Dana drinks espresso, no milk.")
+    assert espresso.invalid_at is not None
+    moment = espresso.invalid_at - timedelta(minutes=1)
+    sign_in(page, "ada")
+    page.goto("/?scope=tenant%3Dacme%2Cuser%3Ddana")
+    expect(page.locator("#as-of-banner")).to_have_count(0)
+    field = page.get_by_label("As of (UTC)")
+    assert field.get_attribute("type") == "text"  # never a locale-formatted 12-hour picker
+    field.fill(moment.strftime("%Y-%m-%d %H:%M"))
+    page.get_by_role("button", name="Apply").click()
+    banner = page.locator("#as-of-banner")
+    expect(banner).to_contain_text(f"{moment:%Y-%m-%d %H:%M} UTC")
+    expect(banner).to_contain_text("The past")
+    row = page.locator("section.results tbody tr", has_text="Dana drinks espresso, no milk.")
+    expect(row.locator(".badge")).to_have_text("live")  # as it was then, not "superseded" as now
+    assert page.get_by_label("As of (UTC)").input_value() == moment.strftime("%Y-%m-%d %H:%M")
+    later = as_of_text(espresso.invalid_at + timedelta(minutes=1))
+    page.goto(f"/?scope=tenant%3Dacme%2Cuser%3Ddana&invalidated=1&as_of={later}")
+    row = page.locator("section.results tbody tr", has_text="Dana drinks espresso, no milk.")
+    expect(row.locator(".badge")).to_have_text("superseded")
+    banner.get_by_role("link", name="Show memory now").click()
+    expect(page.locator("#as-of-banner")).to_have_count(0)

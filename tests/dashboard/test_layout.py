@@ -36,3 +36,14 @@ def test_a_fragment_clears_the_error_region(client_for: MakeClient) -> None:
     assert fragment.endswith('<div id="htmx-error" hx-swap-oob="innerHTML"></div>')
     page = viewer.get(reverse("dashboard:browse")).content.decode()
     assert page.count('id="htmx-error"') == 1 and "hx-swap-oob" not in page
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "fragment"])
+def test_browse_counts_its_rows(client_for: MakeClient, demo_store: InMemoryMemoryStore, htmx: bool) -> None:
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    viewer = client_for("viewer", "tenant=acme")
+    body = viewer.get(reverse("dashboard:browse"), {"scope": "tenant=acme,user=dana"}, **headers).content.decode()
+    every = demo_store.count_records({"tenant": "acme", "user": "dana"})
+    live = every.total - every.invalidated - every.expired
+    assert f"<strong>1–{live} of {live}</strong>" in body
+    assert f"{live} live of {every.total} — {every.invalidated} invalidated, {every.expired} expired, hidden" in body

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from django import template
 
 from memory_admin.records import MemoryRecord, Provenance, utc_now
+from memory_admin.reports.listing import record_state as state_at
 from memory_admin.reports.timeline import provenance_text
 from memory_admin.scope import format_scope
 
@@ -16,13 +18,10 @@ register = template.Library()
 
 
 @register.filter
-def record_state(record: MemoryRecord) -> str:
-    """``superseded``, ``invalidated``, ``expired`` or ``live``."""
-    if record.invalid_at is not None:
-        return "superseded" if record.superseded_by else "invalidated"
-    if record.is_expired(utc_now()):
-        return "expired"
-    return "live"
+def record_state(record: MemoryRecord, at: datetime | str | None = None) -> str:
+    """``superseded``, ``invalidated``, ``expired`` or ``live`` — now, or at ``at``
+    (an as-of listing), where it may also be ``unwritten``."""
+    return state_at(record, at if isinstance(at, datetime) else utc_now())
 
 
 @register.filter
