@@ -33,6 +33,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def site(live_server: Any, demo_store: InMemoryMemoryStore) -> str:
     make_user("ada", "admin")
     make_user("vera", "viewer", ("tenant=acme",))
+    make_user("cora", "curator", ("tenant=acme",))
+    make_user("pat", "privacy-officer", ("tenant=acme",))
     return str(live_server.url)
 
 
@@ -240,3 +242,45 @@ def test_as_of_shows_the_past_and_says_so(page: Page, demo_store: InMemoryMemory
     expect(row.locator(".badge")).to_have_text("superseded")
     banner.get_by_role("link", name="Show memory now").click()
     expect(page.locator("#as-of-banner")).to_have_count(0)
+
+
+# --- 5. after a correction; a refused delete ------------------------------------------
+
+
+def test_a_correction_names_the_new_record_in_the_breadcrumb_and_title(
+    page: Page, demo_store: InMemoryMemoryStore
+) -> None:
+    from tests.dashboard.conftest import find
+
+    record = find(demo_store, "tenant=acme,user=ravi", "back from leave")
+    sign_in(page, "cora")
+    page.goto(f"/records/{record.id}/")
+    expect(page).to_have_title(re.compile(record.id))
+    page.get_by_role("link", name="Correct…").click()  # opens in place (htmx)
+    page.get_by_label("Corrected content").fill("Ravi works on Berlin time, Monday to Friday.")
+    page.get_by_label("Reason").fill("Ravi went back to five days.")
+    page.get_by_role("button", name="Write the correction").click()
+    expect(page.locator("#notice")).to_contain_text("Corrected")
+    page.wait_for_url(re.compile(r"/records/mem_\w+/$"))
+    new_id = page.url.rstrip("/").rsplit("/", 1)[1]
+    assert new_id != record.id
+    expect(page.locator("nav.crumbs [aria-current=page]")).to_have_text(new_id)
+    expect(page).to_have_title(re.compile(new_id))
+    assert page.locator("nav.crumbs").count() == 1
+
+
+def test_a_refused_delete_does_not_leave_the_address_bar_on_run(page: Page, demo_store: InMemoryMemoryStore) -> None:
+    from tests.dashboard.conftest import find
+
+    record = find(demo_store, "tenant=acme,user=dana", "oat flat white in the mornings")
+    sign_in(page, "pat")
+    page.goto(f"/records/{record.id}/delete/")
+    page.get_by_label(re.compile("Type the record id")).fill("mem_nope")
+    page.get_by_label("Reason").fill("GDPR request 41")
+    page.get_by_role("button", name="Delete the record").click()
+    expect(page.locator("[role=alert]")).to_contain_text("not the id of this record")
+    assert page.url.endswith(f"/records/{record.id}/delete/")  # not …/delete/run/
+    assert page.get_by_label("Reason").input_value() == "GDPR request 41"  # what was typed is kept
+    page.reload()  # no resubmission: a fresh form
+    expect(page.locator("[role=alert]")).to_have_count(0)
+    assert demo_store.get(record.id) is not None

@@ -176,9 +176,15 @@ def test_delete_asks_for_the_id_and_a_reason(officer: Client, demo_store: InMemo
     page = officer.get(reverse("dashboard:delete", args=[record.id])).content.decode()
     assert record.content in page and "content-free tombstone" in page and "Type the record id" in page
     url = reverse("dashboard:delete_run", args=[record.id])
-    wrong = officer.post(url, {"confirm_id": "mem_nope", "reason": "GDPR request 41"})
+    # a refusal is a redirect back to the form page (never a page at …/run/ that a reload
+    # posts again), which shows the refused submission and its errors once
+    wrong = officer.post(url, {"confirm_id": "mem_nope", "reason": "GDPR request 41"}, follow=True)
+    assert wrong.redirect_chain == [(reverse("dashboard:delete", args=[record.id]), 303)]
     assert wrong.status_code == 400 and "not the id of this record" in wrong.content.decode()
-    no_reason = officer.post(url, {"confirm_id": record.id, "reason": ""})
+    assert 'value="GDPR request 41"' in wrong.content.decode() or "GDPR request 41</textarea>" in wrong.content.decode()
+    again = officer.get(reverse("dashboard:delete", args=[record.id]))
+    assert again.status_code == 200 and "not the id of this record" not in again.content.decode()
+    no_reason = officer.post(url, {"confirm_id": record.id, "reason": ""}, follow=True)
     assert no_reason.status_code == 400
     assert demo_store.get(record.id) is not None and not AuditEntry.objects.exists()
     done = officer.post(url, {"confirm_id": record.id, "reason": "GDPR request 41"})
@@ -226,7 +232,12 @@ def test_erase_preview_confirm_receipt(officer: Client, demo_store: InMemoryMemo
     confirm = officer.get(reverse("dashboard:erase_confirm") + "?" + urlencode({"scope": DANA})).content.decode()
     assert "Type the scope" in confirm and f"{counts.total} records" in confirm and "cannot be undone" in confirm
     url = reverse("dashboard:erase_run")
-    mistyped = officer.post(url, {"scope": DANA, "confirm_scope": "tenant=acme", "reason": "Art. 17 request"})
+    mistyped = officer.post(
+        url, {"scope": DANA, "confirm_scope": "tenant=acme", "reason": "Art. 17 request"}, follow=True
+    )
+    assert mistyped.redirect_chain[0][1] == 303 and mistyped.redirect_chain[0][0].startswith(
+        reverse("dashboard:erase_confirm")
+    )
     assert mistyped.status_code == 400 and "not the scope being erased" in mistyped.content.decode()
     assert demo_store.count_records({"tenant": "acme", "user": "dana"}) == counts
     done = officer.post(url, {"scope": DANA, "confirm_scope": " user=dana , tenant=acme ", "reason": "Art. 17 request"})

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from django import forms
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 from django_htmx.middleware import HtmxDetails
@@ -104,3 +104,21 @@ def see_other(url: str) -> HttpResponseRedirect:
     response = HttpResponseRedirect(url)
     response.status_code = 303
     return response
+
+
+def retry_later(request: HttpRequest, key: str, data: QueryDict, fields: tuple[str, ...]) -> None:
+    """Keep a refused POST's ``fields`` for the next GET of its form page (see
+    :func:`retry_data`): the refusal is a redirect back to that page, so the address bar
+    never rests on a ``…/run/`` URL that a reload would post again."""
+    request.session[f"retry:{key}"] = {name: data.get(name, "") for name in fields}
+
+
+def retry_data(request: HttpRequest, key: str) -> QueryDict | None:
+    """The submission :func:`retry_later` kept, once (a second load is a fresh form)."""
+    kept = request.session.pop(f"retry:{key}", None)
+    if not isinstance(kept, dict):
+        return None
+    data = QueryDict(mutable=True)
+    for name, value in kept.items():
+        data[str(name)] = str(value)
+    return data

@@ -114,7 +114,6 @@ def _done(
         messages.success(request, notice)
         return see_other(url)
     record = access.visible_record(store.get(record_id), record_id)
-    response = render_region(
-        request, "dashboard/record.html", "record", {**record_context(store, access, record), "notice": notice}
-    )
+    context = {**record_context(store, access, record), "notice": notice, "retitle": True}
+    response = render_region(request, "dashboard/record.html", "record", context)
     return push_url(response, url)
