@@ -69,7 +69,9 @@ def test_invalidate_over_htmx_rerenders_the_record(curator: Client, demo_store: 
     response = curator.post(reverse("dashboard:invalidate_run", args=[record.id]), {"reason": "knee healed"}, **HTMX)
     assert response.status_code == 200 and response["HX-Push-Url"] == reverse("dashboard:record", args=[record.id])
     html = response.content.decode()
-    assert html.lstrip().startswith('<article class="record" id="record"')
+    # the record region, led by the tab title htmx sets from it
+    title = f"<title>Record {record.id} · memory_admin</title>"
+    assert html.lstrip().startswith(f'{title}\n<article class="record" id="record"')
     assert 'id="timeline"' in html and "knee healed" in html and "badge-invalidated" in html
 
 
