@@ -284,3 +284,36 @@ def test_a_refused_delete_does_not_leave_the_address_bar_on_run(page: Page, demo
     page.reload()  # no resubmission: a fresh form
     expect(page.locator("[role=alert]")).to_have_count(0)
     assert demo_store.get(record.id) is not None
+
+
+# --- 6. smaller -------------------------------------------------------------------------
+
+EMPTY = re.compile(r"[?&][a-z_]+=(&|$)")
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["htmx", "no-js"])
+def test_urls_carry_no_empty_parameters(browser: Browser, site: str, javascript: bool) -> None:
+    context = browser.new_context(base_url=site, java_script_enabled=javascript)
+    context.set_default_timeout(10_000)
+    tab = context.new_page()
+    try:
+        sign_in(tab, "ada")
+        tab.goto("/?scope=tenant%3Dacme")
+        tab.get_by_label("Search").fill("aisle")
+        tab.get_by_role("button", name="Apply").click()
+        tab.wait_for_url(re.compile(r"q=aisle"))
+        expect(tab.locator("section.results")).to_contain_text("aisle seats")
+        assert not EMPTY.search(tab.url), tab.url
+        links = tab.locator("section.results a[href*='?'], .facets a[href*='?']")
+        for href in [links.nth(i).get_attribute("href") for i in range(links.count())]:
+            assert href is not None and not EMPTY.search(href), href
+    finally:
+        context.close()
+
+
+def test_recall_buckets_apply_on_change(page: Page) -> None:
+    sign_in(page, "ada")
+    page.goto("/recall/")
+    page.get_by_label("Buckets").select_option("day")
+    page.wait_for_url(re.compile(r"bucket=day"))
+    expect(page.locator("#buckets-heading")).to_have_text("By day")

@@ -47,3 +47,12 @@ def test_browse_counts_its_rows(client_for: MakeClient, demo_store: InMemoryMemo
     live = every.total - every.invalidated - every.expired
     assert f"<strong>1–{live} of {live}</strong>" in body
     assert f"{live} live of {every.total} — {every.invalidated} invalidated, {every.expired} expired, hidden" in body
+
+
+def test_a_plain_request_with_empty_parameters_is_redirected_without_them(client_for: MakeClient) -> None:
+    viewer = client_for("viewer", "tenant=acme")
+    response = viewer.get("/?scope=tenant%3Dacme&q=&tag=&key=&as_of=&kind=fact&kind=")
+    assert response.status_code == 302 and response["Location"] == "/?scope=tenant%3Dacme&kind=fact"
+    assert viewer.get("/recall/?scope=&agent=")["Location"] == "/recall/"
+    # htmx requests are left alone (the page's script never sends empty fields)
+    assert viewer.get("/?scope=tenant%3Dacme&q=", HTTP_HX_REQUEST="true").status_code == 200
