@@ -18,10 +18,10 @@ register = template.Library()
 
 
 @register.filter
-def record_state(record: MemoryRecord, at: datetime | str | None = None) -> str:
+def record_state(record: MemoryRecord, at: datetime | None = None) -> str:
     """``superseded``, ``invalidated``, ``expired`` or ``live`` — now, or at ``at``
     (an as-of listing), where it may also be ``unwritten``."""
-    return state_at(record, at if isinstance(at, datetime) else utc_now())
+    return state_at(record, at or utc_now())
 
 
 @register.filter
