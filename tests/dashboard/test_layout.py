@@ -56,3 +56,15 @@ def test_a_plain_request_with_empty_parameters_is_redirected_without_them(client
     assert viewer.get("/recall/?scope=&agent=")["Location"] == "/recall/"
     # htmx requests are left alone (the page's script never sends empty fields)
     assert viewer.get("/?scope=tenant%3Dacme&q=", HTTP_HX_REQUEST="true").status_code == 200
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "fragment"])
+def test_admins_get_a_health_overview_of_every_tenant(client_for: MakeClient, htmx: bool) -> None:
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    body = client_for("admin").get(reverse("dashboard:health"), **headers).content.decode()
+    assert 'id="tenant-overview"' in body
+    for tenant in ("acme", "globex", "initech"):
+        assert f'href="/health/?scope=tenant%3D{tenant}"' in body
+    # a tenant-limited user picks from their grants instead
+    viewer = client_for("viewer", "tenant=acme", "tenant=globex").get(reverse("dashboard:health"), **headers)
+    assert 'id="tenant-overview"' not in viewer.content.decode()

@@ -17,8 +17,8 @@ from memory_admin.dashboard.permissions import Ability, Access, access_for
 from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
 from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, query_page, see_other
 from memory_admin.records import utc_now
-from memory_admin.reports.health import build_health
-from memory_admin.scope import format_scope
+from memory_admin.reports.health import OVERVIEW_TENANTS, build_health, tenant_overview
+from memory_admin.scope import TENANT_KEY, format_scope
 
 TEMPLATE = "dashboard/health.html"
 
@@ -40,6 +40,11 @@ def health_context(access: Access, form: ScopeForm) -> dict[str, Any]:
     resolution = resolve_scope(store, access, form.cleaned_data["scope"])
     context.update(scope_context(resolution))
     if isinstance(resolution, PickScope):
+        if access.all_tenants and not resolution.ambiguous and resolution.choices:
+            # an admin without a scope: every tenant's report in numbers
+            tenants = [choice.scope[TENANT_KEY] for choice in resolution.choices]
+            context["overview"] = tenant_overview(store, tenants, utc_now(), visible=access.allows)
+            context["overview_cut"] = len(tenants) > OVERVIEW_TENANTS
         return context
     return {**context, "report": build_health(store, resolution.scope, utc_now(), visible=access.allows)}
 
