@@ -339,3 +339,20 @@ def test_health_overview_and_the_recall_window(page: Page, demo_store: InMemoryM
     expect(window).to_contain_text("too new to judge")
     # the demo's marker record is written after the last recall: not a candidate for invalidation
     expect(page.locator("#h-unused")).not_to_contain_text("The demo corpus (v2) was loaded")
+
+
+# --- 8. the recall preview's accounting, readable charts ---------------------------------
+
+
+def test_the_preview_accounts_for_the_profile_summary(page: Page) -> None:
+    sign_in(page, "ada")
+    page.goto("/recall/preview/")
+    page.get_by_label("Scope", exact=True).fill("tenant=acme,user=dana")
+    page.get_by_label("Budget (characters)").fill("1500")
+    page.get_by_label("First user message").fill("Book me a flight to Berlin next week")
+    page.get_by_role("button", name="Run the preview").click()
+    expect(page.locator("#unread")).to_contain_text("profile.summary")
+    deferred = page.locator("#deferred-heading + p + .table-box table tbody tr").count()
+    block = page.locator("pre.block").inner_text()
+    assert f"[… {deferred} more memories did not fit the recall budget]" in block
+    expect(page.locator("#deferred-heading + p")).to_contain_text(f"counts exactly these {deferred}")
