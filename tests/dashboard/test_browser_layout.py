@@ -356,3 +356,46 @@ def test_the_preview_accounts_for_the_profile_summary(page: Page) -> None:
     block = page.locator("pre.block").inner_text()
     assert f"[… {deferred} more memories did not fit the recall budget]" in block
     expect(page.locator("#deferred-heading + p")).to_contain_text(f"counts exactly these {deferred}")
+
+
+CHART_FACTS = """() => {
+  const chart = Chart.getChart(document.getElementById("chart-truncation"));
+  const chars = Chart.getChart(document.getElementById("chart-chars"));
+  const data = JSON.parse(document.getElementById("recall-series").textContent);
+  const one = data.recalls.findIndex(n => n > 0 && n < data.small_sample);
+  const empty = data.empty.indexOf(true);
+  const label = chart.options.plugins.tooltip.callbacks.label;
+  const ticks = chart.scales.x.ticks.filter(t => t.label !== "").length;
+  return {
+    width: chart.width, main: document.querySelector("main").clientWidth,
+    xTitle: chart.options.scales.x.title.text, yTitle: chart.options.scales.y.title.text,
+    charsY: chars.options.scales.y.title.text,
+    budgetStyle: chars.data.datasets.find(d => d.label === "budget").pointStyle,
+    usePointStyle: chars.options.plugins.legend.labels.usePointStyle,
+    legends: chars.legend.legendItems.map(i => i.text),
+    emptyMark: chart.data.datasets.find(d => d.label === "no recalls").data[empty],
+    emptyBar: chart.data.datasets[0].data[empty],
+    small: label({dataIndex: one, formattedValue: "100", dataset: chart.data.datasets[0]}),
+    buckets: data.labels.length, ticks: ticks,
+  };
+}"""
+
+
+def test_recall_charts_are_readable(page: Page) -> None:
+    sign_in(page, "ada")
+    page.goto("/recall/?bucket=6h")
+    expect(page.locator("html[data-charts]")).to_have_count(1)
+    facts = page.evaluate(CHART_FACTS)
+    assert facts["width"] > 0.9 * (facts["main"] - 60)  # the chart spans the page
+    assert "UTC" in facts["xTitle"] and "6 hours" in facts["xTitle"]
+    assert facts["yTitle"] == "% of recalls truncated" and facts["charsY"] == "characters per recall"
+    assert facts["budgetStyle"] == "line" and facts["usePointStyle"] is True  # the legend draws a dashed line
+    assert {"budget", "largest block", "no recalls"} <= set(facts["legends"])
+    assert facts["emptyMark"] == 0 and facts["emptyBar"] is None  # an empty bucket is marked, not a 0 % bar
+    assert re.fullmatch(r"\d+ of \d truncated", facts["small"])  # a small sample in counts, no bare %
+    assert facts["buckets"] > 10 and facts["ticks"] >= 8  # thinned evenly, not down to four
+    # the table gives counts too
+    expect(page.locator("#buckets-heading ~ .table-box table tbody tr").first).to_contain_text(" of ")
+    # four summary cards on one row at 1366 px
+    tops = page.locator(".cards.totals .stat").evaluate_all("cards => cards.map(c => c.getBoundingClientRect().top)")
+    assert len(set(tops)) == 1

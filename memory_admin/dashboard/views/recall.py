@@ -22,7 +22,7 @@ from memory_admin.events import AnyEvent, MemoryRecallEvent
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, assemble_recall
 from memory_admin.records import utc_now
 from memory_admin.reports.recall_entries import account_recall, redact_block
-from memory_admin.reports.recall_stats import MAX_EVENTS, EventScan, read_recall_events, summarize
+from memory_admin.reports.recall_stats import MAX_EVENTS, SMALL_SAMPLE, EventScan, read_recall_events, summarize
 from memory_admin.scope import Scope, format_scope
 from memory_admin.store import AdminMemoryStore, EventLogStore
 
@@ -74,6 +74,7 @@ def recall_context(access: Access, form: RecallForm) -> dict[str, Any]:
         "older": older,
         "presets": [(name, _with(params, since=(now - span).strftime("%Y-%m-%dT%H:%M"))) for name, span in PRESETS],
         "all_time": _with(params, since=None),
+        "small_sample": SMALL_SAMPLE,
     }
 
 
