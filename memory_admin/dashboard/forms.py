@@ -15,6 +15,7 @@ from django import forms
 from django.core.validators import MaxLengthValidator
 from django.http import QueryDict
 
+from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.scopes import MAX_SCOPE_TEXT, ScopeField
 from memory_admin.errors import MemoryValidationError
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, MIN_BUDGET_CHARS
@@ -32,9 +33,11 @@ from memory_admin.records import (
 from memory_admin.scope import (
     AGENT_KEY,
     MAX_SCOPE_VALUE_CHARS,
+    TENANT_KEY,
     Scope,
     ScopeMatch,
     canonical_scope,
+    is_subset_match,
     parse_scope_text,
     scope_problems,
 )
@@ -281,6 +284,47 @@ class PreviewForm(QueryStringForm):
 
 class CursorForm(QueryStringForm):
     before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+
+class AuditLogForm(CursorForm):
+    """The audit log's filters: who, what, where (a scope: entries on it or inside it)
+    and when (UTC)."""
+
+    actor = forms.CharField(
+        required=False,
+        max_length=150,
+        label="Who",
+        widget=forms.TextInput(attrs={"placeholder": "any user", "spellcheck": "false", "autocomplete": "off"}),
+    )
+    action = forms.ChoiceField(required=False, label="What", choices=[("", "any action"), *AuditEntry.Action.choices])
+    scope = ScopeField()
+    since = utc_time_field("From (UTC)")
+    until = utc_time_field("Until (UTC)")
+
+    @property
+    def filtering(self) -> bool:
+        data = self.cleaned_data
+        return any(data.get(name) for name in ("actor", "action", "scope", "since", "until"))
+
+    def narrow(self, entries: Any) -> Any:
+        """``entries`` (a queryset of audit entries) narrowed by the filters SQL can apply."""
+        data = self.cleaned_data
+        if data["actor"]:
+            entries = entries.filter(actor=data["actor"].strip())
+        if data["action"]:
+            entries = entries.filter(action=data["action"])
+        if data["scope"]:
+            entries = entries.filter(tenant=data["scope"][TENANT_KEY])
+        if data["since"]:
+            entries = entries.filter(at__gte=data["since"])
+        if data["until"]:
+            entries = entries.filter(at__lt=data["until"])
+        return entries
+
+    def matches(self, scope: Scope) -> bool:
+        """Whether an entry's scope is the filter's scope or inside it."""
+        wanted: Scope | None = self.cleaned_data["scope"]
+        return wanted is None or is_subset_match(scope, wanted)
 
 
 # --- curation and privacy (POST forms) ------------------------------------------------------

@@ -399,3 +399,31 @@ def test_recall_charts_are_readable(page: Page) -> None:
     # four summary cards on one row at 1366 px
     tops = page.locator(".cards.totals .stat").evaluate_all("cards => cards.map(c => c.getBoundingClientRect().top)")
     assert len(set(tops)) == 1
+
+
+def test_audit_ids_link_and_the_log_filters(page: Page, demo_store: InMemoryMemoryStore) -> None:
+    from tests.dashboard.conftest import find
+
+    record = find(demo_store, "tenant=acme,user=dana", "green tea")
+    sign_in(page, "cora")
+    page.goto(f"/records/{record.id}/")
+    page.get_by_role("link", name="Invalidate…").click()
+    page.get_by_label("Reason").fill("Dana stopped drinking tea.")
+    page.get_by_role("button", name="Invalidate the record").click()
+    link = page.locator("#notice").get_by_role("link", name=re.compile(r"audit entry #\d+"))
+    link.click()  # the notice's audit id is a link to the entry
+    page.wait_for_url(re.compile(r"/audit/\d+/$"))
+    page.goto("/audit/")
+    page.get_by_label("What").select_option("erase")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"action=erase"))
+    expect(page.get_by_role("heading", name="No entries match")).to_be_visible()
+    page.get_by_label("What").select_option("invalidate")
+    page.get_by_label("Who").fill("cora")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"actor=cora"))
+    expect(page.locator("table.audit tbody tr")).to_have_count(1)
+    row = page.locator("table.audit tbody tr")
+    expect(row).to_contain_text("Dana stopped drinking tea.")
+    row.get_by_role("link", name=record.id).click()  # record ids link to their records
+    page.wait_for_url(re.compile(rf"/records/{record.id}/$"))

@@ -4,6 +4,7 @@ receipt, and the audit log that records each — never the content."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -286,7 +287,8 @@ def test_audit_log_lists_actions_newest_first(officer: Client, demo_store: InMem
     record = find(demo_store, DANA, "green tea")
     officer.post(reverse("dashboard:invalidate_run", args=[record.id]), {"reason": "first"})
     officer.post(reverse("dashboard:sweep"), {"scope": "tenant=acme"})
-    html = officer.get(reverse("dashboard:audit")).content.decode()
+    page = officer.get(reverse("dashboard:audit")).content.decode()
+    html = page[page.index("<tbody>") :]  # the rows (the filter's action menu names every action too)
     assert html.index("sweep expired records") < html.index("invalidate a record")
     assert "first" in html and "3 records" in html  # the demo's three expired acme records
     assert officer.get(reverse("dashboard:audit"), **HTMX).content.decode().lstrip().startswith('<div id="log"')
@@ -344,3 +346,37 @@ def test_a_failed_action_is_audited_as_failed(
     assert response.status_code == 503 and "busy" in response.content.decode()
     entry = AuditEntry.objects.get()
     assert entry.outcome == "failed" and "busy" in entry.error and entry.finished_at is not None
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "fragment"])
+def test_audit_log_filters(client_for: MakeClient, demo_store: InMemoryMemoryStore, htmx: bool) -> None:
+    rows = [
+        ("ann", "invalidate", '{"tenant":"acme","user":"dana"}', "2026-01-05T09:00:00Z", "dana one"),
+        ("ann", "erase", '{"tenant":"acme","user":"ravi"}', "2026-01-06T09:00:00Z", "ravi two"),
+        ("bob", "invalidate", '{"tenant":"acme","user":"dana"}', "2026-01-07T09:00:00Z", "dana three"),
+        ("bob", "invalidate", '{"tenant":"globex"}', "2026-01-07T10:00:00Z", "globex four"),
+    ]
+    for actor, action, scope, at, reason in rows:
+        tenant = json.loads(scope)["tenant"]
+        AuditEntry.objects.create(
+            at=at, actor=actor, action=action, tenant=tenant, scope_json=scope, reason=reason, outcome="done"
+        )
+    headers = HTMX if htmx else {}
+    admin = client_for("admin")
+
+    def shown(**params: str) -> set[str]:
+        html = admin.get(reverse("dashboard:audit"), params, **headers).content.decode()
+        return {reason for *_, reason in rows if reason in html}
+
+    assert shown(actor="ann") == {"dana one", "ravi two"}
+    assert shown(action="invalidate") == {"dana one", "dana three", "globex four"}
+    assert shown(scope="tenant=acme,user=dana") == {"dana one", "dana three"}
+    assert shown(scope="tenant=acme") == {"dana one", "ravi two", "dana three"}
+    assert shown(since="2026-01-06 00:00", until="2026-01-07 09:30") == {"ravi two", "dana three"}
+    assert shown(actor="bob", action="erase") == set()
+    # a curator granted tenant=acme filters within it only
+    curator = client_for("curator", "tenant=acme")
+    html = curator.get(reverse("dashboard:audit"), {"actor": "bob"}, **headers).content.decode()
+    assert "dana three" in html and "globex four" not in html
+    bad = admin.get(reverse("dashboard:audit"), {"since": "yesterday"}, **headers)
+    assert bad.status_code == 400 and 'name="since"' in bad.content.decode()

@@ -9,7 +9,10 @@ from django import forms
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.cache import patch_vary_headers
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from django_htmx.middleware import HtmxDetails
 
 from memory_admin.dashboard.errors import not_visible_message
@@ -122,3 +125,8 @@ def retry_data(request: HttpRequest, key: str) -> QueryDict | None:
     for name, value in kept.items():
         data[str(name)] = str(value)
     return data
+
+
+def audit_link(entry_id: int) -> SafeString:
+    """``audit entry #12``, linked to the entry: for the notices an action leaves."""
+    return format_html('<a href="{}">audit entry #{}</a>', reverse("dashboard:audit_entry", args=[entry_id]), entry_id)

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpResponse
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
@@ -15,7 +16,7 @@ from memory_admin.dashboard import curation
 from memory_admin.dashboard.forms import ScopeForm, SweepForm
 from memory_admin.dashboard.permissions import Ability, Access, access_for
 from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
-from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, query_page, see_other
+from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, audit_link, query_page, see_other
 from memory_admin.records import utc_now
 from memory_admin.reports.health import OVERVIEW_TENANTS, build_health, tenant_overview
 from memory_admin.scope import TENANT_KEY, format_scope
@@ -60,5 +61,6 @@ def sweep(request: HtmxHttpRequest) -> HttpResponse:
     scope = form.cleaned_data["scope"]
     entry = curation.sweep_expired(admin_store(), access, scope)
     swept = entry.counts["records"]
-    messages.success(request, f"Swept {swept} expired record{'s' if swept != 1 else ''} (audit entry #{entry.pk}).")
+    plural = "s" if swept != 1 else ""
+    messages.success(request, format_html("Swept {} expired record{} ({}).", swept, plural, audit_link(entry.pk)))
     return see_other(reverse("dashboard:health") + "?" + urlencode({"scope": format_scope(scope)}))
