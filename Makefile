@@ -8,7 +8,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: run test setup system-deps lint dist bench-store bench-locomo clean
+.PHONY: run test setup system-deps lint dist bench-store bench-locomo clean screenshots
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ test: setup system-deps
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
+
+# every dashboard page at 1366 and 375 px, over the demo data, into docs/screenshots/
+screenshots: setup system-deps
+	MEMORY_ADMIN_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q -p no:cacheprovider tests/dashboard/test_screenshots.py
 
 # the installable wheel (templates, static files and migrations inside) in dist/
 dist: setup

@@ -163,8 +163,15 @@ def parse_scope_text(text: str) -> Scope:
 def format_scope(scope: Mapping[str, str]) -> str:
     """The text form of a scope, ``tenant=acme,user=u1``, whose exact inverse is
     :func:`parse_scope_text`: a value's ``,``, ``=`` and ``%`` are percent-escaped, so
-    ``{user: "dana,"}`` is ``user=dana%2C`` and never Dana's own scope."""
-    return ",".join(f"{key}={_escape_value(scope[key])}" for key in sorted(scope))
+    ``{user: "dana,"}`` is ``user=dana%2C`` and never Dana's own scope.
+
+    The tenant comes first, then the other keys sorted (``tenant=acme,agent=planner,
+    user=dana``): the order people read a scope in, from the widest pair down."""
+    return ",".join(f"{key}={_escape_value(scope[key])}" for key in sorted(scope, key=_display_order))
+
+
+def _display_order(key: str) -> tuple[bool, str]:
+    return (key != TENANT_KEY, key)
 
 
 def is_subset_match(record_scope: Mapping[str, str], scope_filter: Mapping[str, str]) -> bool:

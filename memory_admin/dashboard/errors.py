@@ -42,6 +42,11 @@ class ErrorPage:
     hint: str = ""
 
 
+def not_visible_message(exc: NotVisible | MemoryNotFoundError) -> str:
+    what = exc.what if isinstance(exc, NotVisible) else "That memory record"
+    return f"{what} does not exist, or is outside the scopes you may see."
+
+
 def error_page(exc: Exception) -> ErrorPage | None:
     """The page for an exception the dashboard knows, or ``None`` to let Django handle it."""
     if isinstance(exc, PermissionDenied):
@@ -54,8 +59,7 @@ def error_page(exc: Exception) -> ErrorPage | None:
         )
     if isinstance(exc, NotVisible | MemoryNotFoundError):
         # one answer for "missing" and "outside your grants": the page never says which
-        what = exc.what if isinstance(exc, NotVisible) else "That memory record"
-        return ErrorPage(404, "Not found", f"{what} does not exist, or is outside the scopes you may see.")
+        return ErrorPage(404, "Not found", not_visible_message(exc))
     if isinstance(exc, MemoryValidationError | MemoryLimitError):
         return ErrorPage(400, "That request is not valid", exc.message, "Check the filters and try again.")
     if isinstance(exc, MemoryScopeError):
@@ -80,12 +84,21 @@ def error_page(exc: Exception) -> ErrorPage | None:
     return None
 
 
+ERROR_REGION = "#htmx-error"  # base.html's error region, above every page's content
+
+
 def render_error(request: HttpRequest, page: ErrorPage) -> HttpResponse:
+    """The error page — or, for htmx, its message put in the page's error region rather
+    than over the region that asked (which holds the form to try again with)."""
     template = "dashboard/error.html"
     htmx = getattr(request, "htmx", None)
-    if htmx and not htmx.history_restore_request:
+    fragment = htmx is not None and bool(htmx) and not htmx.history_restore_request
+    if fragment:
         template += "#error"
-    response = render(request, template, {"error": page}, status=page.status)
+    response = render(request, template, {"error": page, "inline": fragment}, status=page.status)
+    if fragment:
+        response["HX-Retarget"] = ERROR_REGION
+        response["HX-Reswap"] = "innerHTML"
     patch_vary_headers(response, ["HX-Request"])
     return response
 

@@ -15,6 +15,7 @@ from django import forms
 from django.core.validators import MaxLengthValidator
 from django.http import QueryDict
 
+from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.redaction import QUOTE_RUN_CHARS, QUOTE_WORDS, quote_error, quoted_fragment
 from memory_admin.dashboard.scopes import MAX_SCOPE_TEXT, ScopeField
 from memory_admin.errors import MemoryValidationError
@@ -33,9 +34,11 @@ from memory_admin.records import (
 from memory_admin.scope import (
     AGENT_KEY,
     MAX_SCOPE_VALUE_CHARS,
+    TENANT_KEY,
     Scope,
     ScopeMatch,
     canonical_scope,
+    is_subset_match,
     parse_scope_text,
     scope_problems,
 )
@@ -46,6 +49,29 @@ MAX_CURSOR = 200
 MAX_PREVIEW_MESSAGE = 4000
 MAX_PREVIEW_BUDGET = 100_000
 DATETIME_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"]
+
+
+def utc_time_field(label: str) -> forms.DateTimeField:
+    """A moment in UTC typed as ISO text, 24-hour (``2026-10-27 14:30``). Not a
+    ``datetime-local`` picker: browsers show that in the viewer's locale (12-hour in the
+    US) and local time, under a label that says UTC."""
+    return forms.DateTimeField(
+        required=False,
+        input_formats=DATETIME_FORMATS,
+        label=label,
+        help_text="UTC, 24-hour: YYYY-MM-DD HH:MM",
+        widget=forms.DateTimeInput(
+            format="%Y-%m-%d %H:%M",
+            attrs={
+                "placeholder": "YYYY-MM-DD HH:MM",
+                "pattern": r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?)?",
+                "title": "UTC, 24-hour: YYYY-MM-DD HH:MM (the time may be left out)",
+                "spellcheck": "false",
+                "autocomplete": "off",
+                "size": "16",
+            },
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -135,12 +161,7 @@ class BrowseForm(QueryStringForm):
     )
     invalidated = forms.BooleanField(required=False, label="include invalidated")
     expired = forms.BooleanField(required=False, label="include expired")
-    as_of = forms.DateTimeField(
-        required=False,
-        input_formats=DATETIME_FORMATS,
-        label="As of (UTC)",
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-    )
+    as_of = utc_time_field("As of (UTC)")
     after = forms.CharField(required=False, max_length=MAX_CURSOR, widget=forms.HiddenInput)
 
     def clean_tag(self) -> str | None:
@@ -206,22 +227,13 @@ def clean_agent_text(text: str) -> str | None:
     return text
 
 
-def _when_field(label: str) -> forms.DateTimeField:
-    return forms.DateTimeField(
-        required=False,
-        input_formats=DATETIME_FORMATS,
-        label=label,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-    )
-
-
 class RecallForm(QueryStringForm):
     """The recall page's filters: scope, agent, time range, bucket size, table cursor."""
 
     scope = ScopeField()
     agent = _agent_field()
-    since = _when_field("From (UTC)")
-    until = _when_field("Until (UTC)")
+    since = utc_time_field("From (UTC)")
+    until = utc_time_field("Until (UTC)")
     bucket = forms.ChoiceField(
         required=False,
         label="Buckets",
@@ -273,6 +285,47 @@ class PreviewForm(QueryStringForm):
 
 class CursorForm(QueryStringForm):
     before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+
+class AuditLogForm(CursorForm):
+    """The audit log's filters: who, what, where (a scope: entries on it or inside it)
+    and when (UTC)."""
+
+    actor = forms.CharField(
+        required=False,
+        max_length=150,
+        label="Who",
+        widget=forms.TextInput(attrs={"placeholder": "any user", "spellcheck": "false", "autocomplete": "off"}),
+    )
+    action = forms.ChoiceField(required=False, label="What", choices=[("", "any action"), *AuditEntry.Action.choices])
+    scope = ScopeField()
+    since = utc_time_field("From (UTC)")
+    until = utc_time_field("Until (UTC)")
+
+    @property
+    def filtering(self) -> bool:
+        data = self.cleaned_data
+        return any(data.get(name) for name in ("actor", "action", "scope", "since", "until"))
+
+    def narrow(self, entries: Any) -> Any:
+        """``entries`` (a queryset of audit entries) narrowed by the filters SQL can apply."""
+        data = self.cleaned_data
+        if data["actor"]:
+            entries = entries.filter(actor=data["actor"].strip())
+        if data["action"]:
+            entries = entries.filter(action=data["action"])
+        if data["scope"]:
+            entries = entries.filter(tenant=data["scope"][TENANT_KEY])
+        if data["since"]:
+            entries = entries.filter(at__gte=data["since"])
+        if data["until"]:
+            entries = entries.filter(at__lt=data["until"])
+        return entries
+
+    def matches(self, scope: Scope) -> bool:
+        """Whether an entry's scope is the filter's scope or inside it."""
+        wanted: Scope | None = self.cleaned_data["scope"]
+        return wanted is None or is_subset_match(scope, wanted)
 
 
 # --- curation and privacy (POST forms) ------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.http.response import HttpResponseRedirectBase
 from django.shortcuts import resolve_url
 from django_htmx.http import HttpResponseClientRedirect
@@ -46,3 +46,27 @@ class ContentSecurityPolicyMiddleware:
         response = self.get_response(request)
         response.setdefault("Content-Security-Policy", self.policy)
         return response
+
+
+class EmptyParametersMiddleware:
+    """A GET form sends every field, filled or not (``?q=&tag=&key=&as_of=``); an empty
+    parameter means the same as a missing one, so a plain request carrying any is
+    redirected to its URL without them. htmx requests never carry them: the dashboard's
+    script drops them before sending (``static/dashboard/forms.js``)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method == "GET" and not getattr(request, "htmx", False) and request.GET:
+            kept = request.GET.copy()
+            for name in list(kept):
+                values = [value for value in kept.getlist(name) if value != ""]
+                if values:
+                    kept.setlist(name, values)
+                else:
+                    del kept[name]
+            if kept != request.GET:
+                query = kept.urlencode()
+                return HttpResponseRedirect(request.path + (f"?{query}" if query else ""))
+        return self.get_response(request)

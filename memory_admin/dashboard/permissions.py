@@ -48,6 +48,19 @@ class Ability(StrEnum):
     def perm(self) -> str:
         return f"{APP_LABEL}.{self.value}"
 
+    @property
+    def needs(self) -> str:
+        """What the ability is for and the role that brings it, in the words a 403 page uses."""
+        return _ABILITY_NEEDS[self]
+
+
+_ABILITY_NEEDS = {
+    Ability.BROWSE: "reading memory needs the viewer role or higher",
+    Ability.CURATE: "invalidating or correcting records needs the curator role or higher",
+    Ability.FORGET: "deleting records, erasing scopes and sweeping expired records need the privacy officer role",
+    Ability.ALL_TENANTS: "seeing every tenant needs the admin role",
+}
+
 
 @dataclass(frozen=True)
 class Role:
@@ -137,7 +150,8 @@ class Access:
     def require(self, ability: Ability) -> None:
         """Raise :class:`PermissionDenied` (403) unless the user's role holds ``ability``."""
         if not self.can(ability):
-            raise PermissionDenied(f"Your role does not allow this ({ability.value}).")
+            # the ability in words, never its internal permission name
+            raise PermissionDenied(f"Your role does not allow this: {ability.needs}.")
 
     @property
     def can_curate(self) -> bool:

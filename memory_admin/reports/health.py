@@ -10,7 +10,8 @@ how many it checked out of how many there are:
 - **key conflicts** — two live records on one key in one scope: the same slot (which
   a supersede should have prevented) or the same key across kinds;
 - **expired, not yet swept** — what :meth:`sweep_expired` would delete;
-- **never recalled** — live records no recall event of the tenant ever injected;
+- **never recalled** — live records, older than the recall window the check read, that
+  no recall event of the tenant in that window injected;
 - **profile overflow** — scopes whose profile records overflow the recall profile
   slice, so every recall there is truncated (:mod:`memory_admin.reports.profile_slice`,
   which replays recall's own placement);
@@ -191,7 +192,9 @@ class HealthReport:
     never_recalled_total: int = 0
     recall_check: Check = field(default_factory=Check)
     recall_events: int = 0
-    oldest_recall: datetime | None = None
+    oldest_recall: datetime | None = None  # the window the check read: its first recall…
+    newest_recall: datetime | None = None  # …and its last
+    too_new_to_judge: int = 0  # live records written after the window opened: not flagged
     overflows: list[ProfileOverflow] = field(default_factory=list)
     overflows_total: int = 0
     profile_check: Check = field(default_factory=Check)
@@ -294,10 +297,16 @@ def _never_recalled(
     check.complete = scan.complete
     report.recall_events = len(recalls)
     report.oldest_recall = min((event.at for event in recalls), default=None)
-    if not recalls:
+    report.newest_recall = max((event.at for event in recalls), default=None)
+    if not recalls or report.oldest_recall is None:
         return
     recalled = {record_id for event in recalls for record_id in event.record_ids}
-    never = sorted((r for r in live if r.id not in recalled), key=lambda r: r.created_at)
+    # only a record that existed for the whole window had every recall in it as a chance;
+    # one written later (today, after the last recall) says nothing yet
+    window_opened = report.oldest_recall
+    judged = [r for r in live if r.created_at < window_opened]
+    report.too_new_to_judge = len(live) - len(judged)
+    never = sorted((r for r in judged if r.id not in recalled), key=lambda r: r.created_at)
     report.never_recalled_total = len(never)
     report.never_recalled = never[:SHOWN]
 
@@ -364,3 +373,45 @@ def _corrupt(store: AdminMemoryStore, report: HealthReport) -> None:
     check.checked = scan.checked
     check.complete = scan.complete
     report.corrupt = scan.corrupt
+
+
+OVERVIEW_TENANTS = 50  # tenants the cross-tenant overview reports on
+
+
+@dataclass(frozen=True)
+class TenantHealth:
+    """One row of the cross-tenant overview: a tenant's report in numbers."""
+
+    report: HealthReport
+
+    @property
+    def tenant(self) -> str:
+        return self.report.scope[TENANT_KEY]
+
+    @property
+    def scope_text(self) -> str:
+        return format_scope(self.report.scope)
+
+    @property
+    def duplicates(self) -> int:
+        return len(self.report.duplicates)
+
+    @property
+    def conflicts(self) -> int:
+        return len(self.report.conflicts)
+
+    @property
+    def corrupt(self) -> int:
+        return len(self.report.corrupt)
+
+
+def tenant_overview(
+    store: AdminMemoryStore, tenants: Sequence[str], now: datetime, *, visible: Callable[[Scope], bool]
+) -> list[TenantHealth]:
+    """Each tenant's report (the first :data:`OVERVIEW_TENANTS`), for an admin's
+    overview: records, live, duplicates, key conflicts, never recalled, corrupt (lists
+    are counted up to :data:`SHOWN`)."""
+    return [
+        TenantHealth(build_health(store, {TENANT_KEY: tenant}, now, visible=visible))
+        for tenant in tenants[:OVERVIEW_TENANTS]
+    ]

@@ -5,12 +5,12 @@ plus the redaction a reader with partial grants needs (:func:`redact_block`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memory_admin.errors import MemoryCorruptionError
 from memory_admin.events import MemoryRecallEvent
-from memory_admin.recall import TIERS, RecallReport, entry_chars, profile_slice_chars, render_entry
-from memory_admin.records import MemoryRecord
+from memory_admin.recall import TIERS, RecallReport, entry_chars, profile_slice_chars, read_view, render_entry
+from memory_admin.records import MemoryRecord, MemorySearchQuery
 from memory_admin.scope import Scope
 from memory_admin.store.protocol import MemoryStore
 
@@ -18,7 +18,11 @@ REASONS = {
     "profile_slice": "the profile slice was full: profile records are placed newest first into their own share "
     "of the budget, and this one did not fit",
     "budget": "the block's budget was spent: entries are placed in tier order, first fit, and this one did not fit",
+    "not_read": "never a candidate: recall reads only as many profile records, newest first, as the profile slice "
+    "could hold (plus one, to know whether anything is left out), and this older one was beyond them; "
+    "the block's marker does not count it",
 }
+UNREAD_SCAN = 500  # profile records read to find the ones a preview's recall did not read
 HIDDEN_ENTRY = "- [a memory from a scope outside your grants: hidden here, {chars} characters in the real block]\n"
 
 
@@ -106,6 +110,14 @@ class RecallAccount:
     profile_chars: int
     """The profile slice: the report's own, or for an event (which does not record the
     ratio) the slice at the default ratio."""
+    unread: list[Entry] = field(default_factory=list)
+    """For a preview: live profile records recall could see but never read (beyond its
+    profile fetch), so that every profile record is accounted for exactly once."""
+
+    @property
+    def marker_count(self) -> int:
+        """What the block's truncation marker counts: the deferred list, exactly."""
+        return len(self.deferred)
 
 
 def account_recall(
@@ -123,4 +135,27 @@ def account_recall(
         tiers=tier_summary(tiers),
         fill_percent=round(100 * recall.chars / recall.budget_chars) if recall.budget_chars else 0,
         profile_chars=profile_chars,
+        # only a fresh report matches today's store; an old event's candidates are gone
+        unread=unread_profiles(store, allows, recall) if isinstance(recall, RecallReport) else [],
     )
+
+
+def unread_profiles(store: MemoryStore, allows: Callable[[Scope], bool], report: RecallReport) -> list[Entry]:
+    """The live profile records visible to ``report``'s recall that it neither put in
+    the block nor deferred: older than the profile records it read."""
+    query = MemorySearchQuery.model_validate(
+        {
+            "scope": read_view(report.scope, report.agent, report.scope_match),
+            "scope_match": report.scope_match,
+            "agent": report.agent,
+            "kinds": ["profile"],
+            "limit": UNREAD_SCAN,
+        }
+    )
+    seen = set(report.record_ids) | set(report.deferred_ids)
+    hits = store.search(query, emit_event=False)
+    return [
+        Entry(hit.record.id, hit.record if allows(hit.record.scope) else None, reason="not_read")
+        for hit in sorted(hits, key=lambda hit: hit.record.created_at, reverse=True)
+        if hit.record.id not in seen
+    ]

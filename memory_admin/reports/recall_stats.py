@@ -167,6 +167,9 @@ class Bucket:
         return round(100 * self.truncated / self.recalls, 1) if self.recalls else None
 
 
+SMALL_SAMPLE = 5  # recalls in a bucket below which its percentages are shown as counts
+
+
 @dataclass
 class RecallSeries:
     bucket: str
@@ -195,6 +198,11 @@ class RecallSeries:
             "max_chars": [b.max_chars if b.recalls else None for b in self.buckets],
             "budget": [b.avg_budget for b in self.buckets],
             "truncation": [b.truncation_percent for b in self.buckets],
+            "truncated": [b.truncated if b.recalls else None for b in self.buckets],
+            # a bucket without recalls is a gap, never a 0 %: the charts mark it apart
+            "empty": [b.recalls == 0 for b in self.buckets],
+            # a percentage of so few recalls says little: the charts pale it and give counts
+            "small_sample": SMALL_SAMPLE,
         }
 
 

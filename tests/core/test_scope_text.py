@@ -58,3 +58,17 @@ def test_a_lone_percent_is_itself() -> None:
 
 def test_an_escaped_comma_never_reaches_a_neighbouring_scope() -> None:
     assert parse_scope_text("tenant=acme,user=dana%2C") != parse_scope_text("tenant=acme,user=dana")
+
+
+@settings(max_examples=300, deadline=None)
+@given(scopes())
+def test_the_tenant_comes_first_then_the_other_keys_sorted(scope: dict[str, str]) -> None:
+    keys = [pair.partition("=")[0] for pair in format_scope(scope).split(",")]
+    assert keys == ["tenant", *sorted(k for k in scope if k != "tenant")]
+    assert format_scope(parse_scope_text(format_scope(scope))) == format_scope(scope)
+
+
+def test_display_order() -> None:
+    scope = {"agent": "planner", "tenant": "acme", "user": "dana"}
+    assert format_scope(scope) == "tenant=acme,agent=planner,user=dana"
+    assert parse_scope_text("agent=planner,user=dana,tenant=acme") == scope

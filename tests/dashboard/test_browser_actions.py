@@ -186,8 +186,8 @@ def test_recall_graphs_and_drill_down(page: Page, demo_store: InMemoryMemoryStor
     stored = demo_store.get_event(event_id)
     assert stored is not None and isinstance(stored.event, MemoryRecallEvent)
     expect(page.locator("#size-text")).to_contain_text(f"{stored.event.chars} of {stored.event.budget_chars}")
-    assert page.locator("#in-heading + table tbody tr").count() == stored.event.count
-    expect(page.locator("#deferred-heading + p + table")).to_contain_text("profile slice")
+    assert page.locator("#in-heading + .table-box table tbody tr").count() == stored.event.count
+    expect(page.locator("#deferred-heading + p + .table-box table")).to_contain_text("profile slice")
 
 
 def test_recall_numbers_without_javascript(browser: Browser, site: str) -> None:

@@ -4,6 +4,7 @@ receipt, and the audit log that records each — never the content."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -71,7 +72,9 @@ def test_invalidate_over_htmx_rerenders_the_record(curator: Client, demo_store: 
     response = curator.post(reverse("dashboard:invalidate_run", args=[record.id]), {"reason": "knee healed"}, **HTMX)
     assert response.status_code == 200 and response["HX-Push-Url"] == reverse("dashboard:record", args=[record.id])
     html = response.content.decode()
-    assert html.lstrip().startswith('<article class="record" id="record"')
+    # the record region, led by the tab title htmx sets from it
+    title = f"<title>Record {record.id} · memory_admin</title>"
+    assert html.lstrip().startswith(f'{title}\n<article class="record" id="record"')
     assert 'id="timeline"' in html and "knee healed" in html and "badge-invalidated" in html
 
 
@@ -178,9 +181,15 @@ def test_delete_asks_for_the_id_and_a_reason(officer: Client, demo_store: InMemo
     page = officer.get(reverse("dashboard:delete", args=[record.id])).content.decode()
     assert record.content in page and "content-free tombstone" in page and "Type the record id" in page
     url = reverse("dashboard:delete_run", args=[record.id])
-    wrong = officer.post(url, {"confirm_id": "mem_nope", "reason": "GDPR request 41"})
+    # a refusal is a redirect back to the form page (never a page at …/run/ that a reload
+    # posts again), which shows the refused submission and its errors once
+    wrong = officer.post(url, {"confirm_id": "mem_nope", "reason": "GDPR request 41"}, follow=True)
+    assert wrong.redirect_chain == [(reverse("dashboard:delete", args=[record.id]), 303)]
     assert wrong.status_code == 400 and "not the id of this record" in wrong.content.decode()
-    no_reason = officer.post(url, {"confirm_id": record.id, "reason": ""})
+    assert 'value="GDPR request 41"' in wrong.content.decode() or "GDPR request 41</textarea>" in wrong.content.decode()
+    again = officer.get(reverse("dashboard:delete", args=[record.id]))
+    assert again.status_code == 200 and "not the id of this record" not in again.content.decode()
+    no_reason = officer.post(url, {"confirm_id": record.id, "reason": ""}, follow=True)
     assert no_reason.status_code == 400
     assert demo_store.get(record.id) is not None and not AuditEntry.objects.exists()
     done = officer.post(url, {"confirm_id": record.id, "reason": "GDPR request 41"})
@@ -221,14 +230,19 @@ def test_erase_preview_confirm_receipt(officer: Client, demo_store: InMemoryMemo
     assert f"<td>{len(events)}</td>" in preview
     assert (
         "<code>tenant=acme,user=dana</code>" in preview
-        and "<code>agent=planner,tenant=acme,user=dana</code>" in preview
+        and "<code>tenant=acme,agent=planner,user=dana</code>" in preview
     )
     assert "user=dana2</code></li>" not in preview  # exactly the scopes that go
     assert demo_store.count_records({"tenant": "acme", "user": "dana"}) == counts  # a dry run
     confirm = officer.get(reverse("dashboard:erase_confirm") + "?" + urlencode({"scope": DANA})).content.decode()
     assert "Type the scope" in confirm and f"{counts.total} records" in confirm and "cannot be undone" in confirm
     url = reverse("dashboard:erase_run")
-    mistyped = officer.post(url, {"scope": DANA, "confirm_scope": "tenant=acme", "reason": "Art. 17 request"})
+    mistyped = officer.post(
+        url, {"scope": DANA, "confirm_scope": "tenant=acme", "reason": "Art. 17 request"}, follow=True
+    )
+    assert mistyped.redirect_chain[0][1] == 303 and mistyped.redirect_chain[0][0].startswith(
+        reverse("dashboard:erase_confirm")
+    )
     assert mistyped.status_code == 400 and "not the scope being erased" in mistyped.content.decode()
     assert demo_store.count_records({"tenant": "acme", "user": "dana"}) == counts
     done = officer.post(url, {"scope": DANA, "confirm_scope": " user=dana , tenant=acme ", "reason": "Art. 17 request"})
@@ -241,9 +255,9 @@ def test_erase_preview_confirm_receipt(officer: Client, demo_store: InMemoryMemo
     assert "Receipt: Erase a scope" in receipt and "<bdi>user1</bdi> (privacy officer)" in receipt
     assert f"{counts.total} records" in receipt and f"{len(events)} events" in receipt and "Art. 17 request" in receipt
     # the receipt names the scopes by keyed hashes of their values, never the values
-    assert "agent=planner,tenant=acme,user=dana" not in receipt
+    assert "tenant=acme,agent=planner,user=dana" not in receipt
     hashed = format_scope(hashed_scope({"tenant": "acme", "user": "dana", "agent": "planner"}))
-    assert hashed.startswith("agent=hmac:") and hashed in receipt
+    assert hashed.startswith("tenant=acme,agent=hmac:") and hashed in receipt
     entry = AuditEntry.objects.get(action="erase")
     assert entry.counts["records"] == counts.total and entry.counts["by_kind"]["profile"] == 12
     assert "green tea" not in audit_text() and "Dana Whitfield" not in audit_text()
@@ -278,7 +292,8 @@ def test_audit_log_lists_actions_newest_first(officer: Client, demo_store: InMem
     record = find(demo_store, DANA, "green tea")
     officer.post(reverse("dashboard:invalidate_run", args=[record.id]), {"reason": "first"})
     officer.post(reverse("dashboard:sweep"), {"scope": "tenant=acme"})
-    html = officer.get(reverse("dashboard:audit")).content.decode()
+    page = officer.get(reverse("dashboard:audit")).content.decode()
+    html = page[page.index("<tbody>") :]  # the rows (the filter's action menu names every action too)
     assert html.index("sweep expired records") < html.index("invalidate a record")
     assert "first" in html and "3 records" in html  # the demo's three expired acme records
     assert officer.get(reverse("dashboard:audit"), **HTMX).content.decode().lstrip().startswith('<div id="log"')
@@ -369,3 +384,37 @@ def test_every_scope_the_store_holds_can_be_browsed_previewed_and_erased(
     assert done.status_code == 303
     assert demo_store.get(record.id) is None
     assert demo_store.count_records({"tenant": "acme", "user": "dana"}).total > 0, "Dana's records stay"
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "fragment"])
+def test_audit_log_filters(client_for: MakeClient, demo_store: InMemoryMemoryStore, htmx: bool) -> None:
+    rows = [
+        ("ann", "invalidate", '{"tenant":"acme","user":"dana"}', "2026-01-05T09:00:00Z", "dana one"),
+        ("ann", "erase", '{"tenant":"acme","user":"ravi"}', "2026-01-06T09:00:00Z", "ravi two"),
+        ("bob", "invalidate", '{"tenant":"acme","user":"dana"}', "2026-01-07T09:00:00Z", "dana three"),
+        ("bob", "invalidate", '{"tenant":"globex"}', "2026-01-07T10:00:00Z", "globex four"),
+    ]
+    for actor, action, scope, at, reason in rows:
+        tenant = json.loads(scope)["tenant"]
+        AuditEntry.objects.create(
+            at=at, actor=actor, action=action, tenant=tenant, scope_json=scope, reason=reason, outcome="done"
+        )
+    headers = HTMX if htmx else {}
+    admin = client_for("admin")
+
+    def shown(**params: str) -> set[str]:
+        html = admin.get(reverse("dashboard:audit"), params, **headers).content.decode()
+        return {reason for *_, reason in rows if reason in html}
+
+    assert shown(actor="ann") == {"dana one", "ravi two"}
+    assert shown(action="invalidate") == {"dana one", "dana three", "globex four"}
+    assert shown(scope="tenant=acme,user=dana") == {"dana one", "dana three"}
+    assert shown(scope="tenant=acme") == {"dana one", "ravi two", "dana three"}
+    assert shown(since="2026-01-06 00:00", until="2026-01-07 09:30") == {"ravi two", "dana three"}
+    assert shown(actor="bob", action="erase") == set()
+    # a curator granted tenant=acme filters within it only
+    curator = client_for("curator", "tenant=acme")
+    html = curator.get(reverse("dashboard:audit"), {"actor": "bob"}, **headers).content.decode()
+    assert "dana three" in html and "globex four" not in html
+    bad = admin.get(reverse("dashboard:audit"), {"since": "yesterday"}, **headers)
+    assert bad.status_code == 400 and 'name="since"' in bad.content.decode()

@@ -26,7 +26,10 @@ def browse(client: Client, htmx: bool = False, **params: str) -> tuple[int, str]
 
 
 def scope_page(client: Client, scope: str, htmx: bool = False) -> tuple[int, str]:
-    response = client.get(reverse("dashboard:scope") + "?" + urlencode({"scope": scope}), **(HTMX if htmx else {}))
+    # follow: an empty scope is redirected to the page without the parameter
+    response = client.get(
+        reverse("dashboard:scope") + "?" + urlencode({"scope": scope}), follow=True, **(HTMX if htmx else {})
+    )
     return response.status_code, response.content.decode()
 
 

@@ -438,4 +438,8 @@ def test_a_refusal_is_a_readable_page_or_fragment(client_for: MakeClient, target
     fragment = viewer.get(url, HTTP_HX_REQUEST="true")
     assert page.status_code == fragment.status_code == 403
     assert "<html" in page.content.decode() and "Your role does not allow this" in page.content.decode()
-    assert fragment.content.decode().lstrip().startswith('<section class="card error-page" id="error"')
+    assert "curate_memory" not in page.content.decode()  # the ability in words, not its codename
+    assert "needs the curator role" in page.content.decode()
+    # the fragment goes to the page's error region, never over the region that asked
+    assert fragment.content.decode().lstrip().startswith('<section class="card error-page inline" id="error"')
+    assert fragment["HX-Retarget"] == "#htmx-error" and fragment["HX-Reswap"] == "innerHTML"

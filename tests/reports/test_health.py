@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from memory_admin.records import MemoryRecord, Provenance, utc_now
+from memory_admin.records import MemoryRecord, MemoryWriteInput, Provenance, utc_now
 from memory_admin.reports import health
 from memory_admin.reports.health import build_health, has_usable_provenance, key_conflicts, near_duplicates
 from memory_admin.store import InMemoryMemoryStore
@@ -104,3 +104,18 @@ def test_scans_are_bounded_and_say_so(demo_store: InMemoryMemoryStore, monkeypat
     monkeypatch.setattr(health, "LIVE_SCAN", 5)
     report = build_health(demo_store, ACME, utc_now(), visible=lambda scope: True)
     assert (report.live.checked, report.live.of, report.live.complete) == (5, 33, False)
+
+
+def test_never_recalled_judges_only_records_older_than_the_window(demo_store: InMemoryMemoryStore) -> None:
+    report = build_health(demo_store, {"tenant": "acme"}, utc_now(), visible=lambda scope: True)
+    assert report.oldest_recall is not None and report.newest_recall is not None
+    assert report.oldest_recall <= report.newest_recall
+    assert all(record.created_at < report.oldest_recall for record in report.never_recalled)
+    assert report.too_new_to_judge > 0  # the demo writes records after its last recall
+    written = MemoryWriteInput.model_validate(
+        {"scope": {"tenant": "acme"}, "kind": "fact", "content": "Written just now.", "provenance": {"source": "test"}}
+    )
+    [fresh] = demo_store.write([written])
+    again = build_health(demo_store, {"tenant": "acme"}, utc_now(), visible=lambda scope: True)
+    assert fresh.id not in {record.id for record in again.never_recalled}
+    assert again.too_new_to_judge == report.too_new_to_judge + 1

@@ -37,3 +37,22 @@ def test_an_event_and_its_report_account_alike() -> None:
     hidden = account_recall(store, lambda scope: False, result.event)
     assert all(entry.record is None for entry in [*hidden.entries, *hidden.deferred])
     store.close()
+
+
+def test_a_preview_accounts_for_every_profile_record_exactly_once(demo_store: InMemoryMemoryStore) -> None:
+    dana = {"tenant": "acme", "user": "dana"}
+    result = assemble_recall(
+        demo_store, dana, "Book me a flight to Berlin next week", budget_chars=1500, sink=lambda event: None
+    )
+    account = account_recall(demo_store, lambda scope: True, result.report)
+    listed = [e.id for e in account.entries] + [e.id for e in account.deferred] + [e.id for e in account.unread]
+    assert len(listed) == len(set(listed))  # nobody twice
+    profiles = demo_store.search(
+        {"scope": dana, "scope_match": "visible", "kinds": ["profile"], "limit": 500}, emit_event=False
+    )
+    assert {hit.record.id for hit in profiles} <= set(listed)  # and nobody missing
+    summary = next(hit.record for hit in profiles if hit.record.key == "profile.summary")
+    assert summary.id in {e.id for e in account.unread}
+    # the block's marker counts the deferred list, exactly
+    assert f"[… {account.marker_count} more memories did not fit" in result.block
+    assert account.marker_count == result.report.deferred == len(account.deferred)

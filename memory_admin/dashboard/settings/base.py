@@ -72,6 +72,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "memory_admin.dashboard.middleware.HtmxSignInRedirectMiddleware",
+    "memory_admin.dashboard.middleware.EmptyParametersMiddleware",
     # the memory library's typed errors → HTTP, in one place
     "memory_admin.dashboard.errors.StoreErrorMiddleware",
     # sign-in throttling (below): last, as django-axes asks

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from django import template
@@ -17,19 +18,17 @@ from django.utils.html import conditional_escape, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from memory_admin.records import MemoryRecord, Provenance, utc_now
+from memory_admin.reports.listing import record_state as state_at
 from memory_admin.scope import format_scope
 
 register = template.Library()
 
 
 @register.filter
-def record_state(record: MemoryRecord) -> str:
-    """``superseded``, ``invalidated``, ``expired`` or ``live``."""
-    if record.invalid_at is not None:
-        return "superseded" if record.superseded_by else "invalidated"
-    if record.is_expired(utc_now()):
-        return "expired"
-    return "live"
+def record_state(record: MemoryRecord, at: datetime | None = None) -> str:
+    """``superseded``, ``invalidated``, ``expired`` or ``live`` — now, or at ``at``
+    (an as-of listing), where it may also be ``unwritten``."""
+    return state_at(record, at or utc_now())
 
 
 BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -76,6 +75,13 @@ def provenance(value: Provenance) -> SafeString:
     if not parts:
         return mark_safe("")
     return format_html_join(" · ", "{} {}", ((label, isolate(field)) for label, field in parts))
+
+
+@register.filter
+def scope_pairs(scope: Mapping[str, str]) -> list[str]:
+    """The scope's ``key=value`` pairs in display order (tenant first), each as written in
+    scope text (escaped values hold no raw comma, so splitting the text is exact)."""
+    return format_scope(scope).split(",")
 
 
 @register.filter

@@ -12,7 +12,8 @@ from memory_admin.dashboard.forms import BrowseForm
 from memory_admin.dashboard.permissions import Access
 from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
 from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, page_size, query_page
-from memory_admin.records import MemoryHit
+from memory_admin.records import MemoryHit, utc_now
+from memory_admin.reports.listing import count_listing
 from memory_admin.scope import TENANT_KEY, Scope, format_scope
 from memory_admin.store import ScopeFacet
 
@@ -51,12 +52,16 @@ def browse_context(access: Access, form: BrowseForm) -> dict[str, Any]:
     context.update(scope_context(resolution))
     if isinstance(resolution, PickScope):
         return context
-    page = store.list_records(filters.list_query(resolution.scope, page_size()))
+    query = filters.list_query(resolution.scope, page_size())
+    page = store.list_records(query)
     hits: list[MemoryHit] = [hit for hit in page.hits if access.allows(hit.record.scope)]
     facets = store.scope_facets(resolution.scope, values_per_key=FACET_VALUES)
+    now = utc_now()
     return {
         **context,
         "hits": hits,
+        "counts": count_listing(store, query, [hit.record for hit in hits], access.allows, now),
+        "state_at": filters.as_of or now,
         "next_cursor": page.next_cursor,
         "facets": [_facet(f, resolution.scope, form.params) for f in facets],
     }

@@ -7,12 +7,16 @@ from typing import Any, TypeVar
 
 from django import forms
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.cache import patch_vary_headers
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from django_htmx.middleware import HtmxDetails
 
-from memory_admin.dashboard.permissions import Access, access_for
+from memory_admin.dashboard.errors import not_visible_message
+from memory_admin.dashboard.permissions import Access, NotVisible, access_for
 from memory_admin.dashboard.stores import get_store
 from memory_admin.store import FullMemoryStore, MemoryNeeds, require_memory
 
@@ -59,9 +63,15 @@ def render_region(
     fragment = bool(request.htmx) and not request.htmx.history_restore_request
     name = f"{template}#{region}" if fragment else template
     response = render(request, name, context, status=status)
+    if fragment:
+        # an answer that made it here clears an error an earlier request left in the
+        # page's error region (errors.render_error puts them there)
+        response.write(CLEAR_ERROR_REGION)
     patch_vary_headers(response, ["HX-Request"])
     return response
 
+
+CLEAR_ERROR_REGION = '<div id="htmx-error" hx-swap-oob="innerHTML"></div>'
 
 FormT = TypeVar("FormT", bound=forms.Form)
 
@@ -74,12 +84,22 @@ def query_page(
     build: Callable[[Access, FormT], Mapping[str, Any]],
 ) -> HttpResponse:
     """A page whose filters live in its query string (``form``): a bad parameter is a
-    400 that shows the form's errors; otherwise the page shows what ``build`` makes of
-    the user and the valid form."""
+    400 that shows the form's errors, a scope outside the user's grants a 404 that says
+    so beside the scope field; otherwise the page shows what ``build`` makes of the user
+    and the valid form."""
     access = access_for(request)
     if not form.is_valid():
         return render_region(request, template, region, {"form": form, "access": access}, status=400)
-    return render_region(request, template, region, {"form": form, **build(access, form)})
+    try:
+        context = build(access, form)
+    except NotVisible as exc:
+        # a scope outside the grants: said beside the scope field, in the page that asked,
+        # so the form stays to fix it (the same words as the 404 page, which never says which)
+        form.add_error("scope", not_visible_message(exc))
+        return render_region(request, template, region, {"form": form, "access": access}, status=404)
+    # a builder may refuse an option the form let through (a form error, not a page)
+    status = 400 if form.errors else 200
+    return render_region(request, template, region, {"form": form, **context}, status=status)
 
 
 def see_other(url: str) -> HttpResponseRedirect:
@@ -87,3 +107,26 @@ def see_other(url: str) -> HttpResponseRedirect:
     response = HttpResponseRedirect(url)
     response.status_code = 303
     return response
+
+
+def retry_later(request: HttpRequest, key: str, data: QueryDict, fields: tuple[str, ...]) -> None:
+    """Keep a refused POST's ``fields`` for the next GET of its form page (see
+    :func:`retry_data`): the refusal is a redirect back to that page, so the address bar
+    never rests on a ``…/run/`` URL that a reload would post again."""
+    request.session[f"retry:{key}"] = {name: data.get(name, "") for name in fields}
+
+
+def retry_data(request: HttpRequest, key: str) -> QueryDict | None:
+    """The submission :func:`retry_later` kept, once (a second load is a fresh form)."""
+    kept = request.session.pop(f"retry:{key}", None)
+    if not isinstance(kept, dict):
+        return None
+    data = QueryDict(mutable=True)
+    for name, value in kept.items():
+        data[str(name)] = str(value)
+    return data
+
+
+def audit_link(entry_id: int) -> SafeString:
+    """``audit entry #12``, linked to the entry: for the notices an action leaves."""
+    return format_html('<a href="{}">audit entry #{}</a>', reverse("dashboard:audit_entry", args=[entry_id]), entry_id)

@@ -13,13 +13,15 @@ from django.contrib import messages
 from django.forms import Form
 from django.http import HttpResponse
 from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 
 from memory_admin.dashboard import curation
 from memory_admin.dashboard.forms import CorrectForm, InvalidateForm, refuse_quoting
 from memory_admin.dashboard.permissions import Ability, Access, access_for
-from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, render_region, see_other
+from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, audit_link, render_region, see_other
 from memory_admin.dashboard.views.records import record_context
 from memory_admin.records import MAX_REASON_CHARS, MemoryRecord
 from memory_admin.scope import format_scope
@@ -54,7 +56,11 @@ def invalidate(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
         return _form_page(request, INVALIDATE, access, record, form, status=400)
     entry = curation.invalidate_record(store, access, record, form.cleaned_data["reason"])
     return _done(
-        request, store, access, record.id, f"Invalidated. The reason is in the timeline and audit entry #{entry.pk}."
+        request,
+        store,
+        access,
+        record.id,
+        format_html("Invalidated. The reason is in the timeline and {}.", audit_link(entry.pk)),
     )
 
 
@@ -82,7 +88,7 @@ def correct(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
         store,
         access,
         replacement.id,
-        f"Corrected: this version supersedes the old one (audit entry #{entry.pk}).",
+        format_html("Corrected: this version supersedes the old one ({}).", audit_link(entry.pk)),
     )
 
 
@@ -109,14 +115,13 @@ def _form_page(
 
 
 def _done(
-    request: HtmxHttpRequest, store: AdminMemoryStore, access: Access, record_id: str, notice: str
+    request: HtmxHttpRequest, store: AdminMemoryStore, access: Access, record_id: str, notice: SafeString
 ) -> HttpResponse:
     url = reverse("dashboard:record", args=[record_id])
     if not request.htmx:
         messages.success(request, notice)
         return see_other(url)
     record = access.visible_record(store.get(record_id), record_id)
-    response = render_region(
-        request, "dashboard/record.html", "record", {**record_context(store, access, record), "notice": notice}
-    )
+    context = {**record_context(store, access, record), "notice": notice, "retitle": True}
+    response = render_region(request, "dashboard/record.html", "record", context)
     return push_url(response, url)

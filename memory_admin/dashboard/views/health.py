@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpResponse
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
@@ -15,10 +16,10 @@ from memory_admin.dashboard import curation
 from memory_admin.dashboard.forms import ScopeForm, SweepForm
 from memory_admin.dashboard.permissions import Ability, Access, access_for
 from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
-from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, query_page, see_other
+from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, audit_link, query_page, see_other
 from memory_admin.records import utc_now
-from memory_admin.reports.health import build_health
-from memory_admin.scope import format_scope
+from memory_admin.reports.health import OVERVIEW_TENANTS, build_health, tenant_overview
+from memory_admin.scope import TENANT_KEY, format_scope
 
 TEMPLATE = "dashboard/health.html"
 
@@ -40,6 +41,11 @@ def health_context(access: Access, form: ScopeForm) -> dict[str, Any]:
     resolution = resolve_scope(store, access, form.cleaned_data["scope"])
     context.update(scope_context(resolution))
     if isinstance(resolution, PickScope):
+        if access.all_tenants and not resolution.ambiguous and resolution.choices:
+            # an admin without a scope: every tenant's report in numbers
+            tenants = [choice.scope[TENANT_KEY] for choice in resolution.choices]
+            context["overview"] = tenant_overview(store, tenants, utc_now(), visible=access.allows)
+            context["overview_cut"] = len(tenants) > OVERVIEW_TENANTS
         return context
     return {
         **context,
@@ -59,5 +65,6 @@ def sweep(request: HtmxHttpRequest) -> HttpResponse:
     scope = form.cleaned_data["scope"]
     entry = curation.sweep_expired(admin_store(), access, scope)
     swept = entry.counts["records"]
-    messages.success(request, f"Swept {swept} expired record{'s' if swept != 1 else ''} (audit entry #{entry.pk}).")
+    plural = "s" if swept != 1 else ""
+    messages.success(request, format_html("Swept {} expired record{} ({}).", swept, plural, audit_link(entry.pk)))
     return see_other(reverse("dashboard:health") + "?" + urlencode({"scope": format_scope(scope)}))

@@ -16,12 +16,13 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.dashboard import curation
 from memory_admin.dashboard.forms import DeleteForm, EraseForm, ScopeForm, refuse_quoting
 from memory_admin.dashboard.permissions import Ability, Access, NotVisible, access_for
-from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, see_other
+from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, retry_data, retry_later, see_other
 from memory_admin.errors import MemoryCorruptionError
 from memory_admin.records import MemoryRecord
 from memory_admin.scope import Scope, format_scope
@@ -66,6 +67,11 @@ def _deletable(request: HtmxHttpRequest, record_id: str) -> _Deletable:
 @require_GET
 def delete_form(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     target = _deletable(request, record_id)
+    refused = retry_data(request, f"delete:{record_id}")  # a refused confirmation, redirected here
+    if refused is not None:
+        form = DeleteForm(refused, record_id=record_id)
+        refuse_quoting(form, [target.record.content] if target.record is not None else [])
+        return _delete_page(request, target, form, status=400)
     return _delete_page(request, target, DeleteForm(record_id=record_id))
 
 
@@ -75,7 +81,8 @@ def delete(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     form = DeleteForm(request.POST, record_id=record_id)
     refuse_quoting(form, [target.record.content] if target.record is not None else [])
     if not form.is_valid():
-        return _delete_page(request, target, form, status=400)
+        retry_later(request, f"delete:{record_id}", request.POST, ("confirm_id", "reason"))
+        return see_other(reverse("dashboard:delete", args=[record_id]))
     entry = curation.delete_record(target.store, target.access, record_id, target.scope, form.cleaned_data["reason"])
     messages.success(request, f"Record {record_id} was deleted. This is the receipt.")
     return see_other(reverse("dashboard:audit_entry", args=[entry.pk]))
@@ -120,6 +127,12 @@ def erase_confirm(request: HtmxHttpRequest) -> HttpResponse:
     access, _form, scope = _scope_to_erase(request)
     if scope is None:
         return see_other(reverse("dashboard:erase"))
+    refused = retry_data(request, "erase")  # a refused confirmation, redirected here
+    if refused is not None and refused.get("scope") == format_scope(scope):
+        erase = EraseForm(refused)
+        context = _erase_context(access, scope)
+        refuse_quoting(erase, [record.content for record in context["sample"]])
+        return render(request, ERASE_CONFIRM, {**context, "form": erase}, status=400)
     erase = EraseForm(initial={"scope": format_scope(scope)})
     return render(request, ERASE_CONFIRM, {**_erase_context(access, scope), "form": erase})
 
@@ -133,10 +146,10 @@ def erase(request: HtmxHttpRequest) -> HttpResponse:
     scope: Scope | None = form.cleaned_data.get("scope")
     if scope is None:
         return render(request, ERASE_PREVIEW, {"access": access, "form": ScopeForm(), "missing": True}, status=400)
-    context = _erase_context(access, scope)
-    refuse_quoting(form, [record.content for record in context["sample"]])
+    refuse_quoting(form, [record.content for record in _erase_context(access, scope)["sample"]])
     if not valid or not form.is_valid():
-        return render(request, ERASE_CONFIRM, {**context, "form": form}, status=400)
+        retry_later(request, "erase", request.POST, ("scope", "confirm_scope", "reason"))
+        return see_other(reverse("dashboard:erase_confirm") + "?" + urlencode({"scope": format_scope(scope)}))
     entry = curation.erase_scope(admin_store(), access, scope, form.cleaned_data["reason"])
     messages.success(request, "The scope was erased. This is the receipt (it names the scope by keyed hashes only).")
     return see_other(reverse("dashboard:audit_entry", args=[entry.pk]))

@@ -22,7 +22,7 @@ from memory_admin.events import AnyEvent, MemoryRecallEvent
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, assemble_recall
 from memory_admin.records import utc_now
 from memory_admin.reports.recall_entries import account_recall, redact_block
-from memory_admin.reports.recall_stats import MAX_EVENTS, EventScan, read_recall_events, summarize
+from memory_admin.reports.recall_stats import MAX_EVENTS, SMALL_SAMPLE, EventScan, read_recall_events, summarize
 from memory_admin.scope import Scope, format_scope
 from memory_admin.store import AdminMemoryStore, EventLogStore
 
@@ -74,6 +74,7 @@ def recall_context(access: Access, form: RecallForm) -> dict[str, Any]:
         "older": older,
         "presets": [(name, _with(params, since=(now - span).strftime("%Y-%m-%dT%H:%M"))) for name, span in PRESETS],
         "all_time": _with(params, since=None),
+        "small_sample": SMALL_SAMPLE,
     }
 
 
@@ -127,19 +128,18 @@ def recall_event(request: HtmxHttpRequest, event_id: int) -> HttpResponse:
 
 @require_GET
 def recall_preview(request: HtmxHttpRequest) -> HttpResponse:
-    access = access_for(request)
-    form = PreviewForm(request.GET)
-    context: dict[str, Any] = {"access": access, "form": form}
-    if not form.is_valid():
-        return render_region(request, PREVIEW, "preview", context, status=400)
-    if access.sees_anything:
-        context.update(preview_context(event_store(), access, form))
-    return render_region(request, PREVIEW, "preview", context, status=400 if form.errors else 200)
+    return query_page(request, PreviewForm(request.GET), PREVIEW, "preview", preview_context)
 
 
-def preview_context(store: AdminMemoryStore, access: Access, form: PreviewForm) -> dict[str, Any]:
+def preview_context(access: Access, form: PreviewForm) -> dict[str, Any]:
     """The preview's block and report, or the scopes to pick from; a recall option the
     library refuses becomes a form error."""
+    if not access.sees_anything:
+        return {"access": access}
+    return {"access": access, **_preview(event_store(), access, form)}
+
+
+def _preview(store: AdminMemoryStore, access: Access, form: PreviewForm) -> dict[str, Any]:
     data = form.cleaned_data
     resolution = resolve_scope(store, access, data["scope"], take_only_choice=False)
     if isinstance(resolution, PickScope):

@@ -1,0 +1,52 @@
+"""Every page of the dashboard, as URLs an admin can open over the demo data (the
+layout tests and the screenshots walk the same list)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from memory_admin.dashboard import curation
+from memory_admin.dashboard.permissions import ROLES_BY_SLUG, Ability, Access
+from memory_admin.store import InMemoryMemoryStore
+from tests.dashboard.conftest import find
+
+DANA = "scope=tenant%3Dacme%2Cuser%3Ddana"
+
+
+def as_of_text(moment: datetime) -> str:
+    """A moment as the as-of field takes it in a URL (UTC, 24-hour)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
+
+
+def every_page(store: InMemoryMemoryStore) -> list[tuple[str, str]]:
+    """``(name, url)`` for every page; makes one audit entry (an invalidation) to show."""
+    admin = Access(username="ada", role=ROLES_BY_SLUG["admin"], abilities=frozenset(Ability), all_tenants=True)
+    record = find(store, "tenant=acme,user=dana", "switched to green tea")
+    doomed = find(store, "tenant=acme,user=ravi", "Ravi is the owner")
+    entry = curation.invalidate_record(store, admin, doomed, "Out of date: ownership moved")
+    espresso = find(store, "tenant=acme,user=dana", "Dana drinks espresso, no milk.")
+    assert espresso.invalid_at is not None
+    as_of = as_of_text(espresso.invalid_at - timedelta(minutes=1))  # while the first drink was believed
+    event = store.query_events({"types": ["agent.memory.recall"], "limit": 1})[0].id
+    return [
+        ("sign-in", "/accounts/login/"),
+        ("browse-tenants", "/"),
+        ("browse", f"/?{DANA}"),
+        ("browse-as-of", f"/?{DANA}&invalidated=1&as_of={as_of}"),
+        ("record", f"/records/{record.id}/"),
+        ("record-invalidate", f"/records/{record.id}/invalidate/"),
+        ("record-correct", f"/records/{record.id}/correct/"),
+        ("record-delete", f"/records/{record.id}/delete/"),
+        ("scopes-pick", "/scopes/"),
+        ("scope", f"/scopes/?{DANA}"),
+        ("erase-preview", f"/scopes/erase/?{DANA}"),
+        ("recall", "/recall/"),
+        ("recall-event", f"/recall/events/{event}/"),
+        ("preview-empty", "/recall/preview/"),
+        ("preview", f"/recall/preview/?{DANA}&message=Book+me+a+flight+to+Berlin+next+week&budget=1500"),
+        ("health-pick", "/health/"),
+        ("health", "/health/?scope=tenant%3Dacme"),
+        ("audit", "/audit/"),
+        ("audit-entry", f"/audit/{entry.pk}/"),
+        ("not-found", "/records/mem_missing/"),
+    ]
