@@ -91,10 +91,14 @@ def test_deleting_and_erasing_with_a_quoting_reason_is_refused(
     officer = client_for("privacy-officer", "tenant=t")
     quoting = "asked us to forget that she keeps the ledger"
     url = reverse("dashboard:delete_run", args=[record.id])
-    deleted = officer.post(url, {"confirm_id": record.id, "reason": quoting})
+    # a refused confirmation goes back to its form page, which shows why (never resting on …/run/)
+    deleted = officer.post(url, {"confirm_id": record.id, "reason": quoting}, follow=True)
+    assert deleted.redirect_chain and deleted.redirect_chain[0][1] == 303
     assert deleted.status_code == 400 and "quotes the record" in deleted.content.decode()
     text = "tenant=t,user=" + CANARY
-    erased = officer.post(reverse("dashboard:erase_run"), {"scope": text, "confirm_scope": text, "reason": quoting})
+    erased = officer.post(
+        reverse("dashboard:erase_run"), {"scope": text, "confirm_scope": text, "reason": quoting}, follow=True
+    )
     assert erased.status_code == 400 and "quotes the record" in erased.content.decode()
     assert store.get(record.id) is not None and not AuditEntry.objects.exists()
 
