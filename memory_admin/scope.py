@@ -25,6 +25,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Literal
 
 from memory_admin.errors import MemoryValidationError
@@ -117,7 +118,17 @@ def canonical_scope(scope: Mapping[str, str], *, loc: str = "scope") -> Scope:
 
 def scope_json(scope: Mapping[str, str]) -> str:
     """The canonical string form of a (canonical) scope, used as a storage key."""
-    return json.dumps(dict(sorted(scope.items())), ensure_ascii=False, separators=(",", ":"))
+    items = tuple(sorted(scope.items()))
+    try:
+        return _scope_json(items)
+    except TypeError:  # unhashable values: not a scope to cache
+        return json.dumps(dict(items), ensure_ascii=False, separators=(",", ":"))
+
+
+@lru_cache(maxsize=4096)
+def _scope_json(items: tuple[tuple[str, str], ...]) -> str:
+    # every event and every batch names a few scopes many times over
+    return json.dumps(dict(items), ensure_ascii=False, separators=(",", ":"))
 
 
 _TEXT_ESCAPES = {"%": "%25", ",": "%2C", "=": "%3D"}

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from memory_admin.errors import MemoryCorruptionError, MemoryValidationError
-from memory_admin.events import AnyEvent, EventQuery, StoredEvent, forget_records, parse_event
+from memory_admin.events import AnyEvent, EventQuery, MemoryRecallEvent, StoredEvent, forget_records, parse_event
 from memory_admin.records import MemoryRecord, validation_problems
 from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, canonical_scope, scope_json
 from memory_admin.store.plan import SearchPlan
@@ -331,7 +331,7 @@ def event_row(d: Dialect, event: AnyEvent) -> list[Any]:
         event.scope[TENANT_KEY],
         scope_json(event.scope),
         event.agent,
-        bool(getattr(event, "preview_run", False)),
+        isinstance(event, MemoryRecallEvent) and event.preview_run,
         event.model_dump_json(),
     ]
 
