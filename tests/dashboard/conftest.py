@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ from memory_admin.scope import parse_scope_text
 from memory_admin.store import AdminMemoryStore, InMemoryMemoryStore, RecordListQuery
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser
+    from playwright.sync_api import Browser, Page
 
 MakeClient = Callable[..., Client]
 
@@ -36,8 +37,12 @@ def demo_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryMemoryStore]
     store.close()
 
 
+PASSWORD = "pw-for-tests-only"
+"""Every test user's password."""
+
+
 def make_user(username: str, role: str | None, grants: tuple[str, ...] = ()) -> User:
-    user = User.objects.create_user(username=username, password="pw-for-tests-only")
+    user = User.objects.create_user(username=username, password=PASSWORD)
     if role is not None:
         set_role(user, role_named(role))
     add_grants(user, [parse_scope_text(text) for text in grants])
@@ -122,3 +127,33 @@ def browser(monkeypatch_module: pytest.MonkeyPatch) -> Iterator[Browser]:
 def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
     with pytest.MonkeyPatch.context() as patch:
         yield patch
+
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the browser fixture skips (or fails, in CI) with the reason
+    expect = None  # type: ignore[assignment]
+
+
+def sign_in(page: Page, username: str) -> None:
+    """Sign in through the form, as a person would."""
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"/(\?.*)?$"))
+
+
+def deployment_env(folder: Path, memory_url: str | None = None) -> dict[str, str]:
+    """The environment of a dashboard process of its own, as a deployment runs it: its
+    database and memory file in ``folder``, this checkout importable."""
+    return {
+        **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")},
+        "DJANGO_SETTINGS_MODULE": "memory_admin.dashboard.settings.dev",
+        "DJANGO_ALLOWED_HOSTS": "testserver",
+        "DJANGO_SECRET_KEY": "a-secret-key-for-this-test-only-" + "x" * 30,
+        "MEMORY_ADMIN_VAR_DIR": str(folder),
+        "DASHBOARD_DB_PATH": str(folder / "dashboard.sqlite3"),
+        "MEMORY_STORE_URL": memory_url or f"sqlite:///{folder / 'memory.sqlite3'}",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }

@@ -5,7 +5,6 @@ scope erased, when, by whom?" stays answerable to someone who knows it."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from io import StringIO
@@ -22,7 +21,7 @@ from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.redaction import hashed_scope, quoted_fragment, value_token
 from memory_admin.scope import scope_json
 from memory_admin.store import InMemoryMemoryStore
-from tests.dashboard.conftest import MakeClient
+from tests.dashboard.conftest import MakeClient, deployment_env
 
 CANARY = "zqxmeicanary"  # the person's name, as a scope value and in free text
 MEI = {"tenant": "t", "user": CANARY}
@@ -250,16 +249,7 @@ def _dashboard_file_after(tmp_path: Path, *, erase: bool) -> bytes:
     """Run the dashboard in a process of its own, on a dashboard database file, and return
     that file's bytes (and any journal beside it) afterwards."""
     tmp_path.mkdir()
-    env = {
-        **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")},
-        "DJANGO_SETTINGS_MODULE": "memory_admin.dashboard.settings.dev",
-        "DJANGO_ALLOWED_HOSTS": "testserver",
-        "DJANGO_SECRET_KEY": "a-secret-key-for-this-test-only-" + "x" * 30,
-        "MEMORY_ADMIN_VAR_DIR": str(tmp_path),
-        "DASHBOARD_DB_PATH": str(tmp_path / "dashboard.sqlite3"),
-        "MEMORY_STORE_URL": f"sqlite:///{tmp_path / 'memory.sqlite3'}",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-    }
+    env = deployment_env(tmp_path)
     script = SCRIPT.format(canary=CANARY, scope="tenant=t,user=" + CANARY, erase=erase)
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

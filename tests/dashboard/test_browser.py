@@ -17,17 +17,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from memory_admin.store import InMemoryMemoryStore
-from tests.dashboard.conftest import make_user
+from tests.dashboard.conftest import PASSWORD, expect, make_user
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser fixture skips (or fails, in CI) with the reason
-    expect = None  # type: ignore[assignment]
-
-PASSWORD = "pw-for-tests-only"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -15,17 +15,11 @@ import pytest
 
 from memory_admin.events import MemoryRecallEvent
 from memory_admin.store import InMemoryMemoryStore
-from tests.dashboard.conftest import find, make_user
+from tests.dashboard.conftest import expect, find, make_user, sign_in
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser fixture skips (or fails, in CI) with the reason
-    expect = None  # type: ignore[assignment]
-
-PASSWORD = "pw-for-tests-only"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -54,14 +48,6 @@ def page(browser: Browser, site: str, console: list[str]) -> Iterator[Page]:
     context.close()
     violations = [line for line in console if "Content Security Policy" in line or line.startswith("pageerror")]
     assert violations == [], violations
-
-
-def sign_in(page: Page, username: str) -> None:
-    page.goto("/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(re.compile(r"/(\?.*)?$"))
 
 
 def test_invalidate_with_a_reason_updates_the_timeline(page: Page, demo_store: InMemoryMemoryStore) -> None:

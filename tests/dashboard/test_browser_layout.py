@@ -13,18 +13,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from memory_admin.store import InMemoryMemoryStore
-from tests.dashboard.conftest import make_user
+from tests.dashboard.conftest import expect, make_user, sign_in
 from tests.dashboard.pages import every_page
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser fixture skips (or fails, in CI) with the reason
-    expect = None  # type: ignore[assignment]
-
-PASSWORD = "pw-for-tests-only"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -54,14 +48,6 @@ def page(browser: Browser, site: str) -> Iterator[Page]:
 @pytest.fixture
 def phone(browser: Browser, site: str) -> Iterator[Page]:
     yield from open_tab(browser, site, 375, 800)
-
-
-def sign_in(page: Page, username: str) -> None:
-    page.goto("/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(re.compile(r"/(\?.*)?$"))
 
 
 # --- 1. a bad filter never wipes the page ---------------------------------------------

@@ -7,12 +7,13 @@ database holds a byte of the canary."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.dashboard.conftest import deployment_env
 
 CANARY = "wuxcanary6603"
 
@@ -81,16 +82,7 @@ def _files(folder: Path, name: str) -> bytes:
 @pytest.mark.parametrize("how", ["delete", "erase"])
 def test_a_forgotten_canary_leaves_no_byte_in_any_file(tmp_path: Path, how: str) -> None:
     memory = tmp_path / "memory.sqlite3"
-    env = {
-        **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")},
-        "DJANGO_SETTINGS_MODULE": "memory_admin.dashboard.settings.dev",
-        "DJANGO_ALLOWED_HOSTS": "testserver",
-        "DJANGO_SECRET_KEY": "a-secret-key-for-this-test-only-" + "x" * 30,
-        "MEMORY_ADMIN_VAR_DIR": str(tmp_path),
-        "DASHBOARD_DB_PATH": str(tmp_path / "dashboard.sqlite3"),
-        "MEMORY_STORE_URL": f"sqlite:///{memory}",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-    }
+    env = deployment_env(tmp_path)
     script = SCRIPT.format(canary=CANARY, how=how, memory=str(memory))
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
