@@ -201,26 +201,18 @@ def _fresh_schemas(url: str, *schemas: str, create: bool = True) -> None:
                 conn.execute(f"CREATE SCHEMA {schema}".encode())
 
 
-def _store_bytes(url: str) -> int:
+def _table_bytes(url: str) -> tuple[int, int]:
+    """The store's tables (heap, indexes, TOAST) and the event log's, in bytes."""
+    log_tables = "('memory_events', 'memory_counters')"
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute(
-            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r' "
-            "AND c.relname NOT IN ('memory_events', 'memory_counters')",
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)) FILTER "
+            f"(WHERE c.relkind = 'r' AND c.relname NOT IN {log_tables}), 0), "
+            f"coalesce(sum(pg_total_relation_size(c.oid)) FILTER (WHERE c.relname IN {log_tables}), 0) "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s",
             [STORE_SCHEMA],
         ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def _event_log_bytes(url: str) -> int:
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
-            "AND c.relname IN ('memory_events', 'memory_counters')",
-            [STORE_SCHEMA],
-        ).fetchone()
-    return int(row[0]) if row else 0
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 def run_size(size: int, url: str, queries: int) -> dict[str, Any]:
@@ -243,8 +235,8 @@ def run_size(size: int, url: str, queries: int) -> dict[str, Any]:
         store.optimize()  # VACUUM (ANALYZE), what memory_import does after a bulk load
         result["optimize_s"] = time.perf_counter() - started
         store.flush_events()
-        result["bytes_per_record"] = _store_bytes(url) / size
-        result["event_log_bytes"] = _event_log_bytes(url)
+        store_bytes, result["event_log_bytes"] = _table_bytes(url)
+        result["bytes_per_record"] = store_bytes / size
 
         raw = RawPostgres(store_url)
         rng = random.Random(11)
