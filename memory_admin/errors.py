@@ -97,14 +97,11 @@ class CapabilityError(MemoryStoreError):
 
     code = "capability_missing"
 
-    def __init__(self, store: str, missing: Iterable[str]) -> None:
+    def __init__(self, store: str, missing: Iterable[str], *, hint: str | None = None) -> None:
         self.store = store
         self.missing = sorted(missing)
-        super().__init__(
-            f"{store} lacks: {', '.join(self.missing)}. Choose a backend that declares them, or drop the need.",
-            store=store,
-            missing=self.missing,
-        )
+        advice = hint or "Choose a backend that declares them, or drop the need."
+        super().__init__(f"{store} lacks: {', '.join(self.missing)}. {advice}", store=store, missing=self.missing)
 
 
 class SchemaVersionError(MemoryStoreError):
@@ -142,6 +139,27 @@ class MemoryScrubPendingError(MemoryStoreError):
             f"{what} is forgotten, but its bytes remain in the store's write-ahead log while another "
             f"connection holds an older snapshot. Run `{self.command}` when readers are idle to finish.",
             what=what,
+            command=self.command,
+        )
+
+
+class MemoryEmbedderMismatchError(MemoryStoreError):
+    """The memory file's vectors were made by another model than the store's embedder:
+    comparing them would rank by noise. Open the store with the embedder the file
+    records, or re-embed the file for the new one (``memory-admin embed --rebuild``)."""
+
+    code = "embedder_mismatch"
+    command = "memory-admin embed --rebuild"
+
+    def __init__(self, stored: str, configured: str) -> None:
+        self.stored = stored
+        self.configured = configured
+        super().__init__(
+            f"This memory file's vectors were made by {stored!r}, but the store embeds with {configured!r}. "
+            f"Open it with the embedder it records, or run `{self.command}` to re-embed every record "
+            "for the new one (keyword search works meanwhile).",
+            stored=stored,
+            configured=configured,
             command=self.command,
         )
 

@@ -367,6 +367,9 @@ def trusted_record(**values: Any) -> MemoryRecord:
     return record
 
 
+SearchMode = Literal["keyword", "semantic", "hybrid"]
+
+
 class MemorySearchQuery(_TextModel):
     """A scoped search. Without ``query`` it is a recency listing, newest first."""
 
@@ -383,6 +386,10 @@ class MemorySearchQuery(_TextModel):
     as_of: UtcDatetime | None = None
     include_invalidated: bool = False
     limit: int = Field(default=10, ge=0)
+    mode: SearchMode | None = None
+    """How ``query`` matches: ``keyword`` (shared words, BM25), ``semantic`` (meaning:
+    the closest vectors in scope) or ``hybrid`` (both, fused). ``None``: hybrid when the
+    store has an embedder, else keyword. Every filter holds in every mode."""
 
     @field_validator("tags", mode="before")
     @classmethod
@@ -400,10 +407,17 @@ class MemorySearchQuery(_TextModel):
 
 
 class MemoryHit(_Model):
-    """One search result. Order is contractual; ``score`` is optional and backend-specific."""
+    """One search result. Order is contractual; ``score`` is optional and backend-specific.
+
+    A semantic or hybrid search says where the score came from: ``keyword_score`` is the
+    record's BM25 for the query (``None``: it shares no word with it, or the search did
+    not look), ``semantic_score`` its cosine similarity to the query (``None``: not among
+    the closest candidates); ``score`` is then the fused score that ordered the hits."""
 
     record: MemoryRecord
     score: float | None = None
+    keyword_score: float | None = None
+    semantic_score: float | None = None
 
 
 # --- turning pydantic's errors into ours ---------------------------------------------

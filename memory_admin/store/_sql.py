@@ -27,11 +27,12 @@ from pydantic import ValidationError
 
 from memory_admin.errors import MemoryCorruptionError, MemoryValidationError
 from memory_admin.events import AnyEvent, EventQuery, MemoryRecallEvent, StoredEvent, forget_records, parse_event
-from memory_admin.records import MemoryRecord, validation_problems
+from memory_admin.records import MemoryHit, MemoryRecord, validation_problems
 from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, canonical_scope, scope_json
 from memory_admin.store.plan import SearchPlan
 from memory_admin.store.protocol import CorruptionScan, CorruptRecord
 from memory_admin.store.ranking import VISIBLE_ENUMERATION_LIMIT
+from memory_admin.store.vectors import VectorSpace, closest
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -100,6 +101,10 @@ class Dialect(ABC):
     @abstractmethod
     def json_param(self) -> str:
         """The placeholder of a parameter stored in a JSON column."""
+
+    def id_param(self, record_id: str) -> Any:
+        """A record id as the ``id`` column stores it."""
+        return record_id
 
 
 RECORD_COLUMNS = (
@@ -500,6 +505,40 @@ def events_dropped_op(d: Dialect) -> Op[int]:
     return int(rows[0]["n"]) if rows else 0
 
 
+VECTOR_SPACE = "vector_space"
+"""The setting (``memory_settings``) naming the model the store's vectors come from."""
+
+
+def vector_space_op(d: Dialect) -> Op[VectorSpace | None]:
+    rows = yield Statement(f"SELECT value FROM memory_settings WHERE name = {d.p}", [VECTOR_SPACE], raw=True)
+    if not rows:
+        return None
+    data = json.loads(rows[0][0])
+    return VectorSpace(str(data["model_id"]), int(data["dimensions"]))
+
+
+def set_vector_space_op(d: Dialect, space: VectorSpace | None) -> Op[None]:
+    if space is None:
+        yield Statement("DELETE FROM memory_vectors")
+        yield Statement(f"DELETE FROM memory_settings WHERE name = {d.p}", [VECTOR_SPACE])
+        return
+    yield Statement(
+        f"INSERT INTO memory_settings (name, value) VALUES ({d.p}, {d.p}) "
+        "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        [VECTOR_SPACE, dumps({"model_id": space.model_id, "dimensions": space.dimensions})],
+    )
+
+
+def insert_vectors_op(d: Dialect, vectors: Sequence[tuple[str, bytes]]) -> Op[None]:
+    if vectors:
+        yield Statement(
+            f"INSERT INTO memory_vectors ({d.key}, vec) SELECT {d.key}, {d.p} FROM memory_records WHERE id = {d.p} "
+            f"ON CONFLICT ({d.key}) DO UPDATE SET vec = excluded.vec",
+            [(blob, d.id_param(record_id)) for record_id, blob in vectors],
+            many=True,
+        )
+
+
 class SqlSession(ABC):
     """The primitives both SQL backends answer with the same SQL, through their dialect.
     A backend's session subclasses it and adds what only its database can say."""
@@ -511,6 +550,57 @@ class SqlSession(ABC):
     @abstractmethod
     def records_under(self, scope: Scope) -> Op[tuple[str, list[Any]]]:
         """A condition on ``r`` for the records whose scope contains ``scope``'s pairs."""
+
+    @abstractmethod
+    def records_reached(self, plan: SearchPlan) -> Op[tuple[str, list[Any]] | None]:
+        """A condition on ``r`` for the records in the scopes a plan reaches (subset or
+        visible match, the agent convention), ``None`` when no stored scope can match."""
+
+    def vector_space(self) -> Op[VectorSpace | None]:
+        return (yield from vector_space_op(self.dialect))
+
+    def set_vector_space(self, space: VectorSpace | None) -> Op[None]:
+        yield from set_vector_space_op(self.dialect, space)
+
+    def insert_vectors(self, vectors: Sequence[tuple[str, bytes]]) -> Op[None]:
+        yield from insert_vectors_op(self.dialect, vectors)
+
+    def similar(self, plan: SearchPlan, limit: int) -> Op[list[MemoryHit]]:
+        d = self.dialect
+        space = yield from vector_space_op(d)
+        reached = None if space is None else (yield from self.records_reached(plan))
+        if space is None or reached is None:
+            return []
+        where, params = reached
+        filters, filter_params = record_filters(d, plan)
+        rows = yield Statement(
+            f"SELECT r.{d.key}, v.vec FROM memory_records r JOIN memory_vectors v ON v.{d.key} = r.{d.key} "
+            f"WHERE {where} AND {filters}",
+            [*params, *filter_params],
+            raw=True,
+        )
+        found = closest(plan.vector, [(int(key), bytes(blob)) for key, blob in rows], space.dimensions, limit)
+        if not found:
+            return []
+        keys, key_params = d.one_of(f"r.{d.key}", [key for key, _ in found])
+        records = yield Statement(f"{self.record_select} WHERE {keys}", key_params)
+        by_key = {row[d.key]: record_from_row(row, d.from_db_time) for row in records}
+        return [MemoryHit(record=by_key[key], semantic_score=score) for key, score in found]
+
+    def unembedded(self, limit: int) -> Op[list[MemoryRecord]]:
+        d = self.dialect
+        rows = yield Statement(
+            f"{self.record_select} WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.{d.key} = r.{d.key}) "
+            f"ORDER BY r.{d.key} LIMIT {d.p}",
+            [limit],
+        )
+        return [record_from_row(row, d.from_db_time) for row in rows]
+
+    def vector_counts(self) -> Op[tuple[int, int]]:
+        rows = yield Statement(
+            "SELECT (SELECT count(*) FROM memory_vectors), (SELECT count(*) FROM memory_records)", raw=True
+        )
+        return int(rows[0][0]), int(rows[0][1])
 
     def kind_counts(self, scope_ids: Sequence[int]) -> Op[dict[str, int]]:
         return (yield from kind_counts_op(self.dialect, scope_ids))

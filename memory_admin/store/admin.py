@@ -4,12 +4,15 @@ chains, sweeping, the corruption scan, maintenance."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 
 from memory_admin.errors import (
+    CapabilityError,
     MemoryConflictError,
     MemoryLimitError,
     MemoryNotFoundError,
+    MemoryStoreError,
     MemoryValidationError,
 )
 from memory_admin.records import (
@@ -27,6 +30,7 @@ from memory_admin.store.core import MAX_CHAIN_LENGTH, StoreCore
 from memory_admin.store.protocol import (
     ChainLink,
     CorruptionScan,
+    EmbeddingStatus,
     RecordListQuery,
     RecordPage,
     ScopeCounts,
@@ -96,6 +100,11 @@ class AdminMethods(StoreCore):
             )
         if not parsed:
             return 0
+        return self._drive(self._import(parsed, skip_existing))
+
+    def _import(self, parsed: list[MemoryRecord], skip_existing: bool) -> Flow[int]:
+        blobs = yield from self._document_vectors(parsed)
+        vectors = dict(zip((r.id for r in parsed), blobs, strict=False))
 
         def steps(s: Session) -> Op[int]:
             slots = [(r.scope, r.kind, r.key) for r in parsed if r.key is not None and r.invalid_at is None]
@@ -113,9 +122,72 @@ class AdminMethods(StoreCore):
             check_import_slots(reads, fresh)
             if fresh:
                 yield from s.insert(fresh)
+                yield from self._store_vectors(s, fresh, [vectors[r.id] for r in fresh] if vectors else [])
             return len(fresh)
 
-        return self._run_unit(Unit("write", steps))
+        imported: int = yield Unit("write", steps)
+        return imported
+
+    # --- vectors ----------------------------------------------------------------------
+
+    def embedding_status(self) -> EmbeddingStatus:
+        """Which model made the store's vectors, and how many records have one."""
+
+        def steps(s: Session) -> Op[EmbeddingStatus]:
+            space = yield from s.vector_space()
+            embedded, records = yield from s.vector_counts()
+            return EmbeddingStatus(
+                model_id=space.model_id if space else None,
+                dimensions=space.dimensions if space else None,
+                embedded=embedded,
+                records=records,
+                embedder=self._embedder.model_id if self._embedder is not None else None,
+            )
+
+        return self._run_unit(Unit("snapshot", steps))
+
+    def embed_missing(
+        self,
+        *,
+        batch_size: int = 32,
+        rebuild: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Give every record without a vector its vector, ``batch_size`` records per
+        transaction, and return how many were embedded. Resumable: stopped at any point,
+        the next run carries on with the records still missing. ``rebuild`` first forgets
+        every vector (a change of model). ``progress(done, total)`` hears each batch."""
+        check_count(batch_size, "batch_size")
+        if self._embedder is None:
+            raise CapabilityError(
+                self.capabilities().backend,
+                ["search=hybrid"],
+                hint="Embedding needs an embedder: open the store with embedder='default' or set MEMORY_EMBEDDER.",
+            )
+        return self._drive(self._embed_missing(batch_size, rebuild, progress))
+
+    def _embed_missing(self, batch_size: int, rebuild: bool, progress: Callable[[int, int], None] | None) -> Flow[int]:
+        if rebuild:
+            yield Unit("write", lambda s: s.set_vector_space(None))
+        else:
+            yield Unit("read", lambda s: self._vector_space(s, claim=False))  # another model: refuse at once
+        embedded, records = yield Unit("snapshot", lambda s: s.vector_counts())
+        total = records - embedded
+        done = 0
+        previous: list[str] = []
+        while True:
+            batch: list[MemoryRecord] = yield Unit("read", lambda s: s.unembedded(batch_size))
+            ids = [r.id for r in batch]
+            if not batch:
+                return done
+            if ids == previous:
+                raise MemoryStoreError(f"the vectors of {ids[0]!r} and its batch were not stored; nothing more done")
+            previous = ids
+            blobs = yield from self._document_vectors(batch)
+            yield Unit("write", partial(self._store_vectors, records=batch, blobs=blobs))
+            done += len(batch)
+            if progress is not None:
+                progress(done, max(total, done))
 
     def scope_facets(self, scope: Mapping[str, str] | None = None, *, values_per_key: int = 50) -> list[ScopeFacet]:
         canonical = canonical_scope(scope) if scope is not None else None

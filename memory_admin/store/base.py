@@ -94,20 +94,25 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
         items = validate_batch(inputs, self.capabilities())
         if not items:
             return []
-        batch: PlannedBatch = yield Unit("write", lambda s: self._write_steps(s, items))
+        blobs = yield from self._document_vectors(items)
+        batch: PlannedBatch = yield Unit("write", lambda s: self._write_steps(s, items, blobs))
         self._emit_all(write_events(batch))
         return batch.records
 
-    def _write_steps(self, s: Session, items: list[MemoryWriteInput]) -> Op[PlannedBatch]:
-        """Read (and lock) what the batch names, plan it, apply it."""
+    def _write_steps(self, s: Session, items: list[MemoryWriteInput], blobs: Sequence[bytes] = ()) -> Op[PlannedBatch]:
+        """Read (and lock) what the batch names, plan it, apply it — the records' vectors
+        (``blobs``, in input order) in the same transaction."""
         slots = [(item.scope, item.kind, item.key) for item in items if item.key is not None]
         named = sorted({item.supersedes for item in items if item.supersedes})
         scopes = [item.scope for item in items]
         reads = BatchReads((yield from s.batch_reads(named, slots, scopes)), slots)
         batch = plan_batch(reads, items, clock=self._clock, id_factory=self._ids)
+        if blobs:
+            yield from self._vector_space(s, claim=True)  # before any change: a mismatch writes nothing
         if batch.invalidations:
             yield from s.invalidate(batch.invalidations)
         yield from s.insert(batch.records)
+        yield from self._store_vectors(s, batch.records, blobs)
         return batch
 
     def get(self, record_id: str) -> MemoryRecord | None:

@@ -9,10 +9,13 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime
-from typing import Any, ClassVar, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 from memory_admin.errors import (
+    CapabilityError,
+    MemoryEmbedderMismatchError,
     MemoryScrubPendingError,
     MemoryValidationError,
 )
@@ -22,12 +25,14 @@ from memory_admin.events import (
 )
 from memory_admin.records import (
     MemoryHit,
+    MemoryRecord,
     MemorySearchQuery,
+    MemoryWriteInput,
     parse_model,
     utc_now,
 )
 from memory_admin.steps import arun_steps, run_steps
-from memory_admin.store._sql import Statement
+from memory_admin.store._sql import Op, Statement
 from memory_admin.store.event_buffer import DEFAULT_CAPACITY, DEFAULT_INTERVAL, EventBuffer
 from memory_admin.store.ids import IdFactory
 from memory_admin.store.plan import Cursor, SearchPlan
@@ -37,12 +42,17 @@ from memory_admin.store.protocol import (
     SearchQueryLike,
 )
 from memory_admin.store.session import (
+    Compute,
     Flow,
     Mode,
     Session,
     Unit,
 )
+from memory_admin.store.vectors import SEMANTIC_CANDIDATES, VectorSpace, document_text, encode, fuse
 from memory_admin.tokenize import unique_tokens
+
+if TYPE_CHECKING:
+    from memory_admin.embed.protocol import Embedder
 
 Clock = Callable[[], datetime]
 T = TypeVar("T")
@@ -90,7 +100,12 @@ class StoreCore(ABC):
     ``persist_events`` turns the event log off (sinks still hear every event);
     ``event_flush_interval`` is how long an event may wait for its batch (what a crash
     can lose) and ``event_buffer_size`` how many events wait at most before the oldest
-    are dropped (see :mod:`memory_admin.store.event_buffer`)."""
+    are dropped (see :mod:`memory_admin.store.event_buffer`).
+
+    ``embedder`` (an :class:`~memory_admin.embed.Embedder`) gives the store recall by
+    meaning: every record written gets a vector in the same transaction, searches are
+    hybrid by default, and :meth:`capabilities` says ``search="hybrid"``. Without one
+    the store is keyword-only."""
 
     backend_name: ClassVar[str] = "memory_store"
 
@@ -104,8 +119,10 @@ class StoreCore(ABC):
         persist_events: bool = True,
         event_flush_interval: float = DEFAULT_INTERVAL,
         event_buffer_size: int = DEFAULT_CAPACITY,
+        embedder: Embedder | None = None,
     ) -> None:
         self._clock = clock
+        self._embedder = embedder
         self._sinks: list[EventSink] = list(sinks)
         self._persist_events = persist_events
         self._ids = IdFactory()
@@ -125,8 +142,25 @@ class StoreCore(ABC):
         thread; a backend with native async connections runs the same steps on one."""
         return await asyncio.to_thread(self._run_unit, unit)
 
+    def _answer(self, request: Unit[T] | Compute[T]) -> T:
+        if isinstance(request, Compute):
+            return request.run()
+        return self._run_unit(request)
+
+    async def _aanswer(self, request: Unit[T] | Compute[T]) -> T:
+        if isinstance(request, Compute):
+            return await request.arun()
+        return await self._arun_unit(request)
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The store's embedder (``None``: keyword-only)."""
+        return self._embedder
+
     def capabilities(self) -> MemoryStoreCapabilities:
-        return self.capabilities_data
+        if self._embedder is None:
+            return self.capabilities_data
+        return self.capabilities_data.model_copy(update={"search": "hybrid"})
 
     def close(self) -> None:
         """Commit the events still buffered, stop their writer, then release the store's
@@ -147,10 +181,10 @@ class StoreCore(ABC):
         self._release()
 
     def _drive(self, flow: Flow[T]) -> T:
-        return run_steps(flow, self._run_unit)
+        return run_steps(flow, self._answer)
 
     async def _adrive(self, flow: Flow[T]) -> T:
-        return await arun_steps(flow, self._arun_unit)
+        return await arun_steps(flow, self._aanswer)
 
     def _plan(
         self,
@@ -167,6 +201,14 @@ class StoreCore(ABC):
                 [{"loc": "limit", "msg": f"at most {caps.max_limit}"}],
             )
         tokens = tuple(unique_tokens(parsed.query)[:MAX_QUERY_TOKENS]) if parsed.query is not None else ()
+        mode = parsed.mode or ("hybrid" if self._embedder is not None else "keyword")
+        if mode != "keyword" and self._embedder is None:
+            raise CapabilityError(
+                caps.backend,
+                [f"search={mode}"],
+                hint="Open the store with an embedder (open_store(url, embedder='default') or MEMORY_EMBEDDER=default) "
+                "to search by meaning.",
+            )
         decoded = Cursor.decode(cursor) if cursor else None
         if decoded is not None and (decoded.offset is not None) != (parsed.query is not None):
             raise MemoryValidationError(
@@ -180,16 +222,78 @@ class StoreCore(ABC):
             limit=parsed.limit,
             include_expired=include_expired,
             cursor=decoded,
+            mode=mode,
         )
 
     def _page(self, plan: SearchPlan) -> Flow[tuple[list[MemoryHit], Cursor | None]]:
         if plan.empty:
             return [], None
+        if plan.ranked and plan.mode != "keyword":
+            return (yield from self._page_by_meaning(plan))
         # a ranked search reads several statements that must agree; a listing reads one
         page: tuple[list[MemoryHit], Cursor | None] = yield Unit(
             "snapshot" if plan.ranked else "read", lambda s: s.search(plan)
         )
         return page
+
+    def _page_by_meaning(self, plan: SearchPlan) -> Flow[tuple[list[MemoryHit], Cursor | None]]:
+        """A semantic or hybrid page: the query embedded outside any transaction, then
+        the closest records (and for hybrid the keyword hits, fused) read in one snapshot."""
+        embedder = self._embedder
+        assert embedder is not None and plan.query.query is not None  # _plan saw to both
+        text = plan.query.query
+        vector = yield Compute(lambda: embedder.embed_query(text), lambda: embedder.aembed_query(text))
+        plan = replace(plan, vector=vector)
+        needed = plan.offset + plan.limit + 1
+
+        def steps(s: Session) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+            yield from self._vector_space(s, claim=False)
+            if plan.mode == "semantic":
+                ranked = yield from s.similar(plan, needed)
+                ranked = [hit.model_copy(update={"score": hit.semantic_score}) for hit in ranked]
+            else:
+                depth = max(needed, SEMANTIC_CANDIDATES)
+                semantic = yield from s.similar(plan, depth)
+                keyword, _ = yield from s.search(replace(plan, limit=depth, cursor=None))
+                ranked = fuse(keyword, semantic)
+            page = ranked[plan.offset : plan.offset + plan.limit]
+            more = len(ranked) > plan.offset + plan.limit
+            return page, Cursor(offset=plan.offset + plan.limit) if more else None
+
+        page: tuple[list[MemoryHit], Cursor | None] = yield Unit("snapshot", steps)
+        return page
+
+    def _document_vectors(self, items: Sequence[MemoryRecord | MemoryWriteInput]) -> Flow[list[bytes]]:
+        """The storage blobs of these records' vectors, embedded outside any transaction
+        (a model never holds the write lock); none without an embedder."""
+        embedder = self._embedder
+        if embedder is None or not items:
+            return []
+        texts = [document_text(item) for item in items]
+        matrix = yield Compute(lambda: embedder.embed_documents(texts), lambda: embedder.aembed_documents(texts))
+        return encode(matrix)
+
+    def _store_vectors(self, s: Session, records: Sequence[MemoryRecord], blobs: Sequence[bytes]) -> Op[None]:
+        """In the records' own unit: their vectors, after checking (or claiming) the space."""
+        if blobs:
+            yield from self._vector_space(s, claim=True)
+            yield from s.insert_vectors([(r.id, blob) for r, blob in zip(records, blobs, strict=True)])
+
+    def _vector_space(self, s: Session, *, claim: bool) -> Op[VectorSpace | None]:
+        """The store's vector space, checked against the embedder's (a mismatch raises
+        :class:`~memory_admin.errors.MemoryEmbedderMismatchError`); ``claim`` records
+        the embedder's when the store has none yet (its first vectors are being written)."""
+        assert self._embedder is not None
+        mine = VectorSpace.of(self._embedder)
+        stored = yield from s.vector_space()
+        if stored is None:
+            if claim:
+                yield from s.set_vector_space(mine)
+                return mine
+            return None
+        if stored != mine:
+            raise MemoryEmbedderMismatchError(stored.model_id, mine.model_id)
+        return stored
 
     def _scrub(self, what: str, report: ErasureReport | None = None) -> Flow[None]:
         """After forgetting: no forgotten byte left in the store's files within

@@ -30,6 +30,7 @@ from memory_admin.store.base import (
 from memory_admin.store.plan import Cursor, SearchPlan, now_us
 from memory_admin.store.protocol import CorruptionScan, ScopeCounts, ScopeFacet
 from memory_admin.store.ranking import build_facets
+from memory_admin.store.vectors import VectorSpace, closest
 
 
 @dataclass
@@ -53,6 +54,8 @@ class _State:
     events: list[StoredEvent] = field(default_factory=list)
     next_event: int = 1
     events_dropped: int = 0
+    vectors: dict[str, bytes] = field(default_factory=dict)
+    space: VectorSpace | None = None
 
 
 def passes_filters(record: MemoryRecord, plan: SearchPlan) -> bool:
@@ -100,6 +103,8 @@ class _Session:
         self._erased_scopes: list[Scope] = []
         self._forgotten: dict[str, set[str]] = {}  # tenant -> record ids whose events lose their previews
         self._handles: dict[int, Scope] = {}
+        self._vectors: dict[str, bytes] = {}
+        self._space: list[VectorSpace | None] = []  # a change of the vector space, when set
 
     def _current(self, record_id: str) -> MemoryRecord | None:
         if record_id in self._deletes:
@@ -282,11 +287,53 @@ class _Session:
     def scrub(self, wait: float) -> Op[bool]:
         return no_statements(True)  # nothing outlives a deleted row in RAM
 
+    def vector_space(self) -> Op[VectorSpace | None]:
+        return no_statements(self._space[-1] if self._space else self._state.space)
+
+    def set_vector_space(self, space: VectorSpace | None) -> Op[None]:
+        self._space.append(space)
+        if space is None:
+            self._vectors.clear()
+        return no_statements(None)
+
+    def insert_vectors(self, vectors: Sequence[tuple[str, bytes]]) -> Op[None]:
+        self._vectors.update(vectors)
+        return no_statements(None)
+
+    def _vector(self, record_id: str) -> bytes | None:
+        if record_id in self._vectors:
+            return self._vectors[record_id]
+        if self._space and self._space[-1] is None:
+            return None  # forgotten in this unit
+        return self._state.vectors.get(record_id)
+
+    def similar(self, plan: SearchPlan, limit: int) -> Op[list[MemoryHit]]:
+        space = self._space[-1] if self._space else self._state.space
+        if space is None:
+            return no_statements([])
+        by_id = {r.id: r for r in self._records() if passes_filters(r, plan)}
+        rows = [(record_id, blob) for record_id in by_id if (blob := self._vector(record_id)) is not None]
+        found = closest(plan.vector, rows, space.dimensions, limit)
+        return no_statements([MemoryHit(record=by_id[i], semantic_score=score) for i, score in found])
+
+    def unembedded(self, limit: int) -> Op[list[MemoryRecord]]:
+        missing = [r for r in self._records() if self._vector(r.id) is None]
+        return no_statements(missing[:limit])
+
+    def vector_counts(self) -> Op[tuple[int, int]]:
+        records = list(self._records())
+        return no_statements((sum(1 for r in records if self._vector(r.id) is not None), len(records)))
+
     def optimize(self) -> Op[None]:
         return no_statements(None)
 
     def commit(self) -> None:
         state = self._state
+        if self._space:
+            state.space = self._space[-1]
+            if state.space is None:
+                state.vectors.clear()
+        state.vectors.update(self._vectors)
         for scope in self._erased_scopes:
             state.events = [e for e in state.events if not is_subset_match(e.event.scope, scope)]
         for tenant, forgotten in self._forgotten.items():
@@ -332,6 +379,7 @@ class InMemoryMemoryStore(BaseMemoryStore):
             session.commit()
 
     def _remove(self, record_id: str) -> None:
+        self._state.vectors.pop(record_id, None)
         row = self._state.rows.pop(record_id, None)
         if row is not None:
             doc_freq = self._state.doc_freq

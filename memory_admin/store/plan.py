@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from memory_admin.errors import MemoryValidationError
-from memory_admin.records import MemorySearchQuery
+from memory_admin.records import MemorySearchQuery, SearchMode
 
 MAX_CURSOR_VALUE = 2**63 - 1
 """Cursor numbers are 64-bit signed integers in every backend."""
@@ -64,6 +65,10 @@ class SearchPlan:
     limit: int
     include_expired: bool = False
     cursor: Cursor | None = None
+    mode: SearchMode = "keyword"
+    """How a ranked plan matches (resolved: never ``None``)."""
+    vector: Any = None
+    """The query's embedding, once a semantic or hybrid search has computed it."""
 
     @property
     def ranked(self) -> bool:

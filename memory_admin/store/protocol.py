@@ -9,7 +9,7 @@ them once, at bind time, with :func:`require_memory`. The conformance kit
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -49,6 +49,26 @@ class MemoryStoreCapabilities(_Frozen):
     max_batch: int
 
 
+class EmbeddingStatus(_Frozen):
+    """A store's vectors: the model that made them (``None`` before the first) and how
+    many records have one; ``embedder`` is the model the store embeds with now."""
+
+    model_id: str | None
+    dimensions: int | None
+    embedded: int
+    records: int
+    embedder: str | None
+
+    @property
+    def missing(self) -> int:
+        return self.records - self.embedded
+
+    @property
+    def mismatch(self) -> bool:
+        """The store embeds with another model than the one its vectors come from."""
+        return self.model_id is not None and self.embedder is not None and self.model_id != self.embedder
+
+
 class MemoryNeeds(_Frozen):
     """What a consumer needs from a store; checked by :func:`require_memory`."""
 
@@ -74,7 +94,13 @@ def require_memory(store: MemoryStore, needs: MemoryNeeds) -> MemoryStoreCapabil
         if getattr(needs, flag) and not getattr(caps, flag):
             missing.append(flag)
     if missing:
-        raise CapabilityError(caps.backend, missing)
+        hint = None
+        if needs.search in ("semantic", "hybrid") and caps.search == "keyword":
+            hint = (
+                "Search by meaning needs an embedder: open the store with open_store(url, embedder='default') "
+                "or set MEMORY_EMBEDDER=default (the semantic extra: pip install 'memory-admin[semantic]')."
+            )
+        raise CapabilityError(caps.backend, missing, hint=hint)
     return caps
 
 
@@ -276,6 +302,21 @@ class AdminMemoryStore(MemoryStore, Protocol):
 
     def count_records(self, scope: Mapping[str, str], *, scope_match: ScopeMatch = "subset") -> ScopeCounts:
         """Counts by kind and state of the records under ``scope``."""
+        ...
+
+    def embedding_status(self) -> EmbeddingStatus:
+        """The model of the store's vectors and how many records have one."""
+        ...
+
+    def embed_missing(
+        self,
+        *,
+        batch_size: int = 32,
+        rebuild: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Embed every record that has no vector yet (resumable; ``rebuild``: all of them
+        again, for a new model). Needs an embedder."""
         ...
 
     def chain(self, record_id: str) -> list[ChainLink]:

@@ -4,7 +4,7 @@ batch is planned in."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -15,6 +15,7 @@ from memory_admin.scope import Scope, scope_json
 from memory_admin.store._sql import Op
 from memory_admin.store.plan import Cursor, SearchPlan
 from memory_admin.store.protocol import CorruptionScan, ScopeCounts, ScopeFacet
+from memory_admin.store.vectors import VectorSpace
 
 T = TypeVar("T")
 
@@ -143,6 +144,46 @@ class Session(Protocol):
 
     def optimize(self) -> Op[None]: ...
 
+    # --- vectors (recall by meaning) -------------------------------------------------
+
+    def vector_space(self) -> Op[VectorSpace | None]:
+        """The model whose vectors the store holds, ``None`` before the first vector."""
+        ...
+
+    def set_vector_space(self, space: VectorSpace | None) -> Op[None]:
+        """Record the store's model; ``None`` forgets every vector (a re-embed starts over)."""
+        ...
+
+    def insert_vectors(self, vectors: Sequence[tuple[str, bytes]]) -> Op[None]:
+        """Store ``(record id, blob)`` pairs beside their records (in the records' unit);
+        a record's vector goes when the record does."""
+        ...
+
+    def similar(self, plan: SearchPlan, limit: int) -> Op[list[MemoryHit]]:
+        """The ``limit`` records closest to ``plan.vector`` among those every filter of
+        the plan (scope, kinds, tags, keys, agent, ``as_of``, expiry, invalidation)
+        admits, closest first, ``semantic_score`` set (:func:`~memory_admin.store.vectors.closest`)."""
+        ...
+
+    def unembedded(self, limit: int) -> Op[list[MemoryRecord]]:
+        """Up to ``limit`` records without a vector, oldest first (a backfill that
+        stores their vectors and asks again resumes wherever it stopped)."""
+        ...
+
+    def vector_counts(self) -> Op[tuple[int, int]]:
+        """``(records with a vector, records)`` in the whole store."""
+        ...
+
+
+@dataclass(frozen=True)
+class Compute(Generic[T]):
+    """Work a flow needs outside any transaction (embedding texts): the sync driver
+    calls ``run``, the async one awaits ``arun``, so a model or an HTTP endpoint never
+    holds a connection or blocks the event loop."""
+
+    run: Callable[[], T]
+    arun: Callable[[], Awaitable[T]]
+
 
 @dataclass(frozen=True)
 class Unit(Generic[T]):
@@ -153,13 +194,14 @@ class Unit(Generic[T]):
     steps: Callable[[Session], Op[T]]
 
 
-Flow = Generator[Unit[Any], Any, T]
+Flow = Generator[Unit[Any] | Compute[Any], Any, T]
 """A whole operation: validation, the units it runs, what happens after they commit."""
 
 
 __all__ = [
     "BatchReader",
     "BatchReads",
+    "Compute",
     "Flow",
     "Invalidation",
     "Mode",

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from memory_admin.conformance import FakeClock, MemoryStoreConformance
 from memory_admin.conformance.base import ACME, OTHER, U1, U2, rec
 from memory_admin.conformance.base import contents as texts
+from memory_admin.embed import Embedder
 from memory_admin.errors import (
     MemoryConflictError,
     MemoryStoreError,
@@ -39,11 +40,11 @@ class TestPostgresStore(MemoryStoreConformance):
 
     CORRUPTIONS = (*MemoryStoreConformance.CORRUPTIONS, ("provenance", "{}"))
 
-    def make_store(self, clock: FakeClock) -> PostgresMemoryStore:
-        return PostgresMemoryStore(self.url, clock=clock)
+    def make_store(self, clock: FakeClock, *, embedder: Embedder | None = None) -> PostgresMemoryStore:
+        return PostgresMemoryStore(self.url, clock=clock, embedder=embedder)
 
-    def open_again(self, store: FullMemoryStore) -> FullMemoryStore:
-        return PostgresMemoryStore(self.url)
+    def open_again(self, store: FullMemoryStore, *, embedder: Embedder | None = None) -> FullMemoryStore:
+        return PostgresMemoryStore(self.url, embedder=embedder)
 
     def corrupt_row(self, store: FullMemoryStore, record_id: str, column: str, value: str) -> bool:
         _sql(self.url, f"UPDATE memory_records SET {column} = %s WHERE id = %s", [value, record_id])

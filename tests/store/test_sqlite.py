@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from memory_admin.conformance import FakeClock, MemoryStoreConformance
+from memory_admin.embed import Embedder
 from memory_admin.errors import MemoryStoreError, SchemaVersionError
 from memory_admin.store import FullMemoryStore, SqliteMemoryStore, open_store
 from memory_admin.store.sqlite import MIGRATIONS, SCHEMA_VERSION
@@ -27,12 +28,12 @@ class TestSqliteStore(MemoryStoreConformance):
         ("created_at", "yesterday"),
     )
 
-    def make_store(self, clock: FakeClock) -> SqliteMemoryStore:
-        return SqliteMemoryStore(self.tmp_path / "memory.sqlite3", clock=clock)
+    def make_store(self, clock: FakeClock, *, embedder: Embedder | None = None) -> SqliteMemoryStore:
+        return SqliteMemoryStore(self.tmp_path / "memory.sqlite3", clock=clock, embedder=embedder)
 
-    def open_again(self, store: FullMemoryStore) -> FullMemoryStore:
+    def open_again(self, store: FullMemoryStore, *, embedder: Embedder | None = None) -> FullMemoryStore:
         assert isinstance(store, SqliteMemoryStore)
-        return SqliteMemoryStore(store.path)
+        return SqliteMemoryStore(store.path, embedder=embedder)
 
     def corrupt_row(self, store: FullMemoryStore, record_id: str, column: str, value: str) -> bool:
         assert isinstance(store, SqliteMemoryStore)

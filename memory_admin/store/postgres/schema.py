@@ -103,6 +103,18 @@ MIGRATIONS: list[str] = [
         n    bigint NOT NULL
     );
     """,
+    # 4: vectors beside their records (one int8 blob each, gone with the record) and the
+    # store's settings (which model made the vectors)
+    """
+    CREATE TABLE memory_vectors (
+        seq bigint PRIMARY KEY REFERENCES memory_records (seq) ON DELETE CASCADE,
+        vec bytea NOT NULL
+    );
+    CREATE TABLE memory_settings (
+        name  text PRIMARY KEY,
+        value text NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -180,7 +180,7 @@ def _created_us(moment: datetime) -> int:
 # --- search ---------------------------------------------------------------------------
 
 
-def _scope_condition(plan: SearchPlan, alias: str = "sc") -> tuple[str, list[Any]]:
+def scope_condition(plan: SearchPlan, alias: str = "sc") -> tuple[str, list[Any]]:
     """Which stored scopes a plan reaches (subset or visible match, agent convention)."""
     query = plan.query
     if query.scope_match == "visible":
@@ -224,7 +224,7 @@ def match_tsquery(plan: SearchPlan) -> str:
 
 def scope_ids_op(plan: SearchPlan) -> Op[list[int] | None]:
     """The ids of the stored scopes a plan reaches, when they are few (else ``None``)."""
-    scope_where, scope_params = _scope_condition(plan)
+    scope_where, scope_params = scope_condition(plan)
     rows = yield Statement(
         f"SELECT sc.scope_id FROM memory_scopes sc WHERE {scope_where} ORDER BY sc.scope_id LIMIT %s",
         [*scope_params, ranking.FEW_SCOPES + 1],
@@ -253,7 +253,7 @@ def recent_op(plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
             [*(value for sid in scope_ids for value in (sid, *params, plan.limit + 1)), plan.limit + 1],
         )
     else:
-        scope_where, scope_params = _scope_condition(plan)
+        scope_where, scope_params = scope_condition(plan)
         rows = yield Statement(
             RECORD_SELECT + RECORD_FROM + " WHERE r.tenant = %s "
             f"AND r.scope_id IN (SELECT sc.scope_id FROM memory_scopes sc WHERE {scope_where}) AND {filters} "
@@ -312,7 +312,7 @@ def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[M
     out; then a query of stopwords ranks recent memories, as on SQLite. Its statements
     run in one snapshot.
     """
-    scope_where, scope_params = _scope_condition(plan)
+    scope_where, scope_params = scope_condition(plan)
     offset = plan.offset
     needed = offset + plan.limit + 1
     budget = ranking.candidate_budget(needed)
@@ -479,7 +479,7 @@ class _Ranking:
                 "ORDER BY c.created_at DESC, c.seq DESC LIMIT %s",
                 [*(value for sid in scope_ids for value in (*self.probes, sid, match, *self.params, room)), room],
             )
-        scope_where, scope_params = _scope_condition(self.plan)
+        scope_where, scope_params = scope_condition(self.plan)
         return Statement(
             f"SELECT {columns} FROM memory_records r WHERE r.tenant = %s "
             f"AND r.scope_id IN (SELECT sc.scope_id FROM memory_scopes sc WHERE {scope_where}) "
@@ -532,7 +532,7 @@ def list_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[Mem
 
 
 def count_op(plan: SearchPlan) -> Op[ScopeCounts]:
-    scope_where, scope_params = _scope_condition(plan)
+    scope_where, scope_params = scope_condition(plan)
     rows = yield Statement(
         "SELECT r.kind, count(*) AS total, count(*) FILTER (WHERE r.invalid_at IS NOT NULL) AS invalidated, "
         "count(*) FILTER (WHERE r.expires_at <= %s) AS expired, "

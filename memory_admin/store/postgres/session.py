@@ -37,6 +37,8 @@ from memory_admin.store.postgres.search import (
     list_op,
     pair_lexeme,
     record_of,
+    scope_condition,
+    scope_ids_op,
     scope_lexeme,
     scope_pair_lexemes,
 )
@@ -193,6 +195,16 @@ class PostgresSession(SqlSession):
             [[pair_lexeme(key, value) for key, value in scope.items()]],
         )
         yield  # pragma: no cover - makes this an op
+
+    def records_reached(self, plan: SearchPlan) -> Op[tuple[str, list[Any]] | None]:
+        scope_ids = yield from scope_ids_op(plan)
+        if scope_ids is not None:
+            return ("r.scope_id = ANY(%s::bigint[])", [scope_ids]) if scope_ids else None
+        scope_where, scope_params = scope_condition(plan)
+        return (
+            f"r.tenant = %s AND r.scope_id IN (SELECT sc.scope_id FROM memory_scopes sc WHERE {scope_where})",
+            [plan.query.scope[TENANT_KEY], *scope_params],
+        )
 
     def _locked_scopes(self, scopes: Mapping[str, Scope]) -> Op[dict[str, int]]:
         missing = {text: scope for text, scope in scopes.items() if text not in self._scope_ids}

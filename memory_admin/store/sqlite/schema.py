@@ -161,6 +161,24 @@ MIGRATIONS.append(
     """
 )
 
+MIGRATIONS.append(
+    # 6: vectors beside their records (one int8 blob each, gone with the record) and the
+    # store's settings (which model made the vectors)
+    """
+    CREATE TABLE memory_vectors (
+        rid INTEGER PRIMARY KEY,
+        vec BLOB NOT NULL
+    );
+    CREATE TABLE memory_settings (
+        name  TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TRIGGER memory_records_vectors_ad AFTER DELETE ON memory_records BEGIN
+        DELETE FROM memory_vectors WHERE rid = old.rid;
+    END;
+    """
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

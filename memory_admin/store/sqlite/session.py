@@ -83,6 +83,9 @@ class SqliteDialect(Dialect):
     def json_param(self) -> str:
         return "?"
 
+    def id_param(self, record_id: str) -> Any:
+        return id_key(record_id)
+
 
 DIALECT = SqliteDialect()
 
@@ -150,6 +153,12 @@ class SqliteSession(SqlSession):
 
     def records_under(self, scope: Scope) -> Op[tuple[str, list[Any]]]:
         scopes = yield from Scopes.subset(scope, None)
+        return "r.scope_id IN (SELECT value FROM json_each(?))", [json_list(sid for sid, _ in scopes)]
+
+    def records_reached(self, plan: SearchPlan) -> Op[tuple[str, list[Any]] | None]:
+        scopes = yield from Scopes.reached(plan)
+        if not scopes:
+            return None
         return "r.scope_id IN (SELECT value FROM json_each(?))", [json_list(sid for sid, _ in scopes)]
 
     def _records(self, rows: Iterable[Any]) -> list[MemoryRecord]:

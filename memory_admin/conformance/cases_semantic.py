@@ -1,0 +1,216 @@
+"""Search by meaning: every rule of a search in each mode, and the vectors' life cycle.
+
+The store under test embeds with :class:`~memory_admin.embed.hashing.HashingEmbedder`
+(deterministic, no model), so these cases pin the store's plumbing — which records a
+semantic or hybrid search may return, where vectors live and when they go — not a
+model's quality (``tests/embed`` and the LoCoMo benchmark measure that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any, cast
+
+import pytest
+
+from memory_admin.conformance.base import ACME, OTHER, U1, U2, U10, ConformanceBase, contents, rec
+from memory_admin.conformance.support import AsyncBridge, FakeClock
+from memory_admin.embed.hashing import HashingEmbedder
+from memory_admin.errors import CapabilityError, MemoryEmbedderMismatchError
+from memory_admin.records import SearchMode
+from memory_admin.store.protocol import FullMemoryStore, RecordListQuery
+
+MODES: tuple[SearchMode, ...] = ("keyword", "semantic", "hybrid")
+
+
+class SemanticCases(ConformanceBase):
+    @pytest.fixture
+    def raw_embedding_store(self, clock: FakeClock) -> Iterator[FullMemoryStore]:
+        store = self.make_store(clock, embedder=HashingEmbedder())
+        yield store
+        store.close()
+
+    @pytest.fixture(params=["sync", "async"])
+    def estore(self, request: pytest.FixtureRequest, raw_embedding_store: FullMemoryStore) -> Iterator[FullMemoryStore]:
+        if request.param == "sync":
+            yield raw_embedding_store
+            return
+        bridge = AsyncBridge(raw_embedding_store)
+        yield cast(FullMemoryStore, bridge)
+        bridge.close()
+
+    @staticmethod
+    def _find(store: FullMemoryStore, mode: SearchMode, query: str = "garden notes", **extra: Any) -> list[str]:
+        return sorted(contents(store.search({"scope": U1, "query": query, "mode": mode, "limit": 50, **extra})))
+
+    # === what a store with an embedder declares =====================================
+
+    def test_an_embedder_makes_the_store_hybrid(self, estore: FullMemoryStore, store: FullMemoryStore) -> None:
+        assert estore.capabilities().search == "hybrid"
+        assert store.capabilities().search == "keyword"
+        for mode in ("semantic", "hybrid"):
+            with pytest.raises(CapabilityError, match="embedder"):
+                store.search({"scope": U1, "query": "garden", "mode": mode})
+
+    def test_the_default_mode_is_hybrid_and_reports_both_scores(self, estore: FullMemoryStore) -> None:
+        estore.write([rec("garden notes from spring"), rec("tax papers")])
+        hits = estore.search({"scope": U1, "query": "garden notes"})
+        assert hits[0].record.content == "garden notes from spring"
+        assert hits[0].keyword_score is not None and hits[0].keyword_score > 0
+        assert hits[0].semantic_score is not None
+        assert all(hit.score is not None for hit in hits)
+
+    def test_semantic_mode_finds_records_sharing_no_word(self, estore: FullMemoryStore) -> None:
+        estore.write([rec("gardening every weekend"), rec("quarterly taxes")])
+        assert estore.search({"scope": U1, "query": "gardens", "mode": "keyword"}) == []
+        found = estore.search({"scope": U1, "query": "gardens", "mode": "semantic", "limit": 1})
+        assert contents(found) == ["gardening every weekend"], "trigram pieces bring it closest"
+        assert found[0].keyword_score is None and found[0].semantic_score == found[0].score
+
+    # === every rule holds in every mode =============================================
+
+    @pytest.mark.parametrize("mode", MODES)
+    def test_scope_rules_in_every_mode(self, estore: FullMemoryStore, mode: SearchMode) -> None:
+        estore.write(
+            [
+                rec("garden notes tenant-wide", ACME),
+                rec("garden notes mine", U1),
+                rec("garden notes theirs", U2),
+                rec("garden notes u10", U10),
+                rec("garden notes foreign", OTHER),
+            ]
+        )
+        assert self._find(estore, mode) == ["garden notes mine"]
+        visible = self._find(estore, mode, scope_match="visible")
+        assert visible == ["garden notes mine", "garden notes tenant-wide"]
+        wide = sorted(contents(estore.search({"scope": ACME, "query": "garden notes", "mode": mode, "limit": 50})))
+        assert wide == ["garden notes mine", "garden notes tenant-wide", "garden notes theirs", "garden notes u10"]
+
+    @pytest.mark.parametrize("mode", MODES)
+    def test_agent_convention_in_every_mode(self, estore: FullMemoryStore, mode: SearchMode) -> None:
+        estore.write(
+            [
+                rec("garden notes shared", U1),
+                rec("garden notes planner", {**U1, "agent": "planner"}),
+                rec("garden notes coder", {**U1, "agent": "coder"}),
+            ]
+        )
+        assert self._find(estore, mode, agent="planner") == ["garden notes planner", "garden notes shared"]
+
+    @pytest.mark.parametrize("mode", MODES)
+    def test_kind_tag_key_and_target_filters_in_every_mode(self, estore: FullMemoryStore, mode: SearchMode) -> None:
+        estore.write(
+            [
+                rec("garden notes plain"),
+                rec("garden notes preferred", kind="preference"),
+                rec("garden notes tagged", tags=["outdoor", "spring"]),
+                rec("garden notes keyed", key="garden.plan"),
+                rec("garden notes other key", key="house.plan"),
+                rec("garden notes aimed", target={"primitive": "judgment", "domain": "triage", "slot": "heuristics"}),
+            ]
+        )
+        assert self._find(estore, mode, kinds=["preference"]) == ["garden notes preferred"]
+        assert self._find(estore, mode, tags=["outdoor", "spring"]) == ["garden notes tagged"]
+        assert self._find(estore, mode, tags=["outdoor", "winter"]) == []
+        assert self._find(estore, mode, keys=["garden.plan"]) == ["garden notes keyed"]
+        assert self._find(estore, mode, keys=["garden."], key_match="prefix") == ["garden notes keyed"]
+        assert self._find(estore, mode, targeted=True) == ["garden notes aimed"]
+
+    @pytest.mark.parametrize("mode", MODES)
+    def test_invalidation_expiry_and_as_of_in_every_mode(
+        self, estore: FullMemoryStore, clock: FakeClock, mode: SearchMode
+    ) -> None:
+        old = estore.write([rec("garden notes old plan", key="plan")])[0]
+        clock.advance(minutes=1)
+        before = clock.peek()
+        clock.advance(minutes=1)
+        new = estore.write([rec("garden notes new plan", key="plan")])[0]
+        estore.write([rec("garden notes short-lived", expires_at=clock() + timedelta(minutes=5))])
+        assert self._find(estore, mode) == ["garden notes new plan", "garden notes short-lived"]
+        everything = self._find(estore, mode, include_invalidated=True)
+        assert everything == ["garden notes new plan", "garden notes old plan", "garden notes short-lived"]
+        assert self._find(estore, mode, as_of=before) == ["garden notes old plan"]
+        clock.advance(minutes=10)
+        assert self._find(estore, mode) == ["garden notes new plan"]
+        assert new.supersedes == old.id
+
+    @pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+    def test_pages_of_a_ranked_search_never_repeat(self, estore: FullMemoryStore, mode: SearchMode) -> None:
+        estore.write([rec(f"garden notes number {i}") for i in range(12)])
+        search = {"scope": U1, "query": "garden notes", "mode": mode, "limit": 5}
+        seen: list[str] = []
+        cursor: str | None = None
+        while True:
+            page = estore.list_records(RecordListQuery(search=search, cursor=cursor))
+            seen += contents(page.hits)
+            if (cursor := page.next_cursor) is None:
+                break
+        assert sorted(seen) == sorted(f"garden notes number {i}" for i in range(12))
+
+    # === vectors live and die with their records ====================================
+
+    def test_every_write_path_stores_a_vector(self, estore: FullMemoryStore) -> None:
+        written = estore.write([rec("garden notes one"), rec("garden notes two")])
+        copied = [r.model_copy(update={"id": r.id + "c"}) for r in written]
+        estore.import_records(copied)
+        status = estore.embedding_status()
+        assert (status.embedded, status.records, status.missing) == (4, 4, 0)
+        assert status.model_id == status.embedder == HashingEmbedder().model_id
+
+    def test_a_vector_goes_with_its_record(self, estore: FullMemoryStore) -> None:
+        _kept, doomed = estore.write([rec("garden notes kept"), rec("garden notes doomed")])
+        estore.write([rec("garden notes of u2", U2), rec("more of u2", U2)])
+        assert estore.delete(doomed.id)
+        assert estore.embedding_status().embedded == 3
+        assert "garden notes doomed" not in self._find(estore, "semantic")
+        estore.erase(U2)
+        assert (estore.embedding_status().embedded, estore.embedding_status().records) == (1, 1)
+        assert self._find(estore, "semantic") == ["garden notes kept"]
+
+    def test_a_failed_batch_leaves_no_vector(self, estore: FullMemoryStore) -> None:
+        estore.write([rec("garden notes keyed", key="plan")])
+        with pytest.raises(Exception):  # noqa: B017 - the kit pins that nothing is written, whatever the error
+            estore.write([rec("fine"), rec("x" * (estore.capabilities().max_content_chars + 1))])
+        assert estore.embedding_status().embedded == 1
+
+    def test_a_keyword_only_store_leaves_records_to_embed_later(self, raw_store: FullMemoryStore) -> None:
+        raw_store.write([rec("gardening every weekend"), rec("quarterly taxes"), rec("garden notes", U2)])
+        embedding = self.open_again(raw_store, embedder=HashingEmbedder())
+        if embedding is None or embedding is raw_store:
+            pytest.skip("this backend cannot open its data again with an embedder")
+        try:
+            assert embedding.embedding_status().missing == 3
+            assert embedding.search({"scope": U1, "query": "gardens", "mode": "semantic"}) == []
+            seen: list[tuple[int, int]] = []
+            assert embedding.embed_missing(batch_size=2, progress=lambda done, total: seen.append((done, total))) == 3
+            assert seen == [(2, 3), (3, 3)]
+            assert embedding.embed_missing() == 0, "resumable: nothing is embedded twice"
+            found = embedding.search({"scope": U1, "query": "gardens", "mode": "semantic", "limit": 1})
+            assert contents(found) == ["gardening every weekend"]
+        finally:
+            embedding.close()
+
+    def test_another_model_is_refused_until_re_embedded(self, raw_embedding_store: FullMemoryStore) -> None:
+        raw_embedding_store.write([rec("gardening every weekend")])
+        other = self.open_again(raw_embedding_store, embedder=HashingEmbedder(64))
+        if other is None or other is raw_embedding_store:
+            pytest.skip("this backend cannot open its data again with another embedder")
+        try:
+            with pytest.raises(MemoryEmbedderMismatchError, match="embed --rebuild") as info:
+                other.search({"scope": U1, "query": "gardens", "mode": "semantic"})
+            assert info.value.stored == HashingEmbedder().model_id
+            with pytest.raises(MemoryEmbedderMismatchError):
+                other.write([rec("written with the wrong model")])
+            assert contents(other.search({"scope": U1, "query": "gardening", "mode": "keyword"})) == [
+                "gardening every weekend"
+            ], "keyword search works meanwhile, and the refused write left nothing"
+            with pytest.raises(MemoryEmbedderMismatchError):
+                other.embed_missing()
+            assert other.embed_missing(rebuild=True) == 1
+            assert other.embedding_status().model_id == HashingEmbedder(64).model_id
+            assert contents(other.search({"scope": U1, "query": "gardens", "mode": "semantic"})) == [
+                "gardening every weekend"
+            ]
+        finally:
+            other.close()
