@@ -9,7 +9,8 @@ The block is built in four tiers, in this order:
    starve the tier that answers the user's actual question;
 2. **pinned** — up to ``pin_candidates`` records that carry a ``target`` (proposed
    learnings), newest first; off by default;
-3. **hits** — records matching the message's keywords, most relevant first (up to
+3. **hits** — records matching the message (its words, and its meaning when the store
+   embeds: a hybrid search), most relevant first (up to
    ``max_hits``). A profile record the slice deferred may come back here if it matches;
 4. **recent** — when the message matched nothing new (or there is no message), the
    newest non-profile records, and the block says that is what they are.
@@ -81,7 +82,7 @@ HEADER_WITHOUT_IDS = (
 HEADINGS: dict[str, str] = {
     "profile": "Profile:\n",
     "pinned": "Proposed learnings (pinned for review):\n",
-    "hits": "Matched by keywords in the user's message:\n",
+    "hits": "Related to the user's message:\n",
     "recent:no_query": "Most recent (there was no message to match):\n",
     "recent:no_match": "Most recent (nothing matched the message's keywords):\n",
     "recent:no_new_match": "Most recent (nothing else matched the message's keywords):\n",

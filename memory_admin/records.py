@@ -368,6 +368,7 @@ def trusted_record(**values: Any) -> MemoryRecord:
 
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("keyword", "semantic", "hybrid")
 
 
 class MemorySearchQuery(_TextModel):

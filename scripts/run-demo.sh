@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 mkdir -p var
 export DJANGO_SETTINGS_MODULE="${DJANGO_SETTINGS_MODULE:-memory_admin.dashboard.settings.dev}"
 export MEMORY_STORE_URL="${MEMORY_STORE_URL:-sqlite:///var/memory.sqlite3}"
+# recall by meaning with the bundled local model (the semantic extra); MEMORY_EMBEDDER=none for keyword only
+export MEMORY_EMBEDDER="${MEMORY_EMBEDDER:-default}"
 port="${PORT:-8000}"
 py=.venv/bin/python
 
@@ -15,6 +17,9 @@ $py manage.py migrate --noinput --verbosity 0
 
 echo "== demo memory: $MEMORY_STORE_URL"
 $py manage.py memory_demo
+if [ "$MEMORY_EMBEDDER" != "none" ]; then
+  $py manage.py memory_embed  # vectors for any record still without one (nothing to do on later runs)
+fi
 
 # one sign-in, created once; its password is kept (owner-only) so every run can print it
 login_file=var/demo-login.txt

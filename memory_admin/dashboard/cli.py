@@ -45,6 +45,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "copy": Subcommand("memory_copy", "copy every record and event into another store (SQLite to PostgreSQL)"),
     "prune-events": Subcommand("memory_events_prune", "delete memory events older than an age"),
     "scrub": Subcommand("memory_scrub", "finish a delete or erasure whose scrub is pending"),
+    "embed": Subcommand("memory_embed", "give every record its vector for search by meaning (resumable; --rebuild)"),
     "manage": Subcommand("", "any other Django management command, e.g. `manage changepassword NAME`"),
 }
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from django import forms
 from django.core.validators import MaxLengthValidator
@@ -26,7 +26,9 @@ from memory_admin.records import (
     MAX_KEY_CHARS,
     MAX_REASON_CHARS,
     MAX_TAG_CHARS,
+    SEARCH_MODES,
     Kind,
+    SearchMode,
     normalize_content,
     normalize_key,
     normalize_tag,
@@ -89,6 +91,7 @@ class BrowseFilters:
     expired: bool = False
     as_of: datetime | None = None
     after: str | None = None
+    mode: SearchMode | None = None
 
     def list_query(self, scope: Scope, limit: int) -> RecordListQuery:
         """The store listing for these filters, run under ``scope`` (the grant-confined one)."""
@@ -105,6 +108,7 @@ class BrowseFilters:
                     "as_of": self.as_of,
                     "include_invalidated": self.invalidated,
                     "limit": limit,
+                    "mode": self.mode if self.q else None,
                 },
                 "include_expired": self.expired,
                 "cursor": self.after,
@@ -148,6 +152,12 @@ class BrowseForm(QueryStringForm):
         max_length=MAX_QUERY_TEXT,
         label="Search",
         widget=forms.TextInput(attrs={"type": "search", "placeholder": "words in content or tags", "accesskey": "s"}),
+    )
+    mode = forms.ChoiceField(
+        required=False,
+        choices=[("", "best (hybrid when the store embeds)"), *((m, m) for m in SEARCH_MODES)],
+        label="By",
+        help_text="words (keyword), meaning (semantic), or both (hybrid)",
     )
     kind = forms.MultipleChoiceField(
         required=False, choices=[(k, k) for k in KINDS], widget=forms.CheckboxSelectMultiple, label="Kind"
@@ -197,6 +207,7 @@ class BrowseForm(QueryStringForm):
             expired=data["expired"],
             as_of=data["as_of"],
             after=data["after"] or None,
+            mode=cast(SearchMode, data["mode"]) if data["mode"] else None,
         )
 
 

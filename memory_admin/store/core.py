@@ -48,7 +48,7 @@ from memory_admin.store.session import (
     Session,
     Unit,
 )
-from memory_admin.store.vectors import SEMANTIC_CANDIDATES, VectorSpace, document_text, encode, fuse
+from memory_admin.store.vectors import SEMANTIC_CANDIDATES, LruCache, VectorSpace, document_text, encode, fuse
 from memory_admin.tokenize import unique_tokens
 
 if TYPE_CHECKING:
@@ -66,6 +66,8 @@ DEFAULT_MAX_LIMIT = 1000
 DEFAULT_MAX_BATCH = 10_000
 MAX_MENTIONS = 25
 """Records an erasure's dry run lists as naming the scope elsewhere in the tenant."""
+QUERY_VECTOR_CACHE = 256
+"""Query embeddings a store keeps (the next page, the count walk, a repeated question)."""
 SCRUB_WAIT_S = 2.0
 """How long delete, erase and sweep wait for readers' old snapshots before they report
 the scrub pending (instead of holding the caller for the whole busy timeout)."""
@@ -123,6 +125,8 @@ class StoreCore(ABC):
     ) -> None:
         self._clock = clock
         self._embedder = embedder
+        # pages and counts of one search embed its query once
+        self._query_vectors: LruCache[str, Any] = LruCache(QUERY_VECTOR_CACHE)
         self._sinks: list[EventSink] = list(sinks)
         self._persist_events = persist_events
         self._ids = IdFactory()
@@ -242,7 +246,10 @@ class StoreCore(ABC):
         embedder = self._embedder
         assert embedder is not None and plan.query.query is not None  # _plan saw to both
         text = plan.query.query
-        vector = yield Compute(lambda: embedder.embed_query(text), lambda: embedder.aembed_query(text))
+        vector = self._query_vectors.get(text)
+        if vector is None:
+            vector = yield Compute(lambda: embedder.embed_query(text), lambda: embedder.aembed_query(text))
+            self._query_vectors.put(text, vector)
         plan = replace(plan, vector=vector)
         needed = plan.offset + plan.limit + 1
 

@@ -15,9 +15,11 @@ numpy is imported only when vectors are first used (it comes with the ``semantic
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from memory_admin.embed.fusion import CANDIDATES, KEYWORD_WEIGHT, zscore_fusion
 from memory_admin.embed.protocol import Matrix, Vector, numpy
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from memory_admin.embed.protocol import Embedder
 
 K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 SEMANTIC_CANDIDATES = CANDIDATES
 """How many of the closest records a hybrid search fuses with as many keyword hits."""
@@ -47,6 +50,29 @@ class VectorSpace:
     @property
     def blob_bytes(self) -> int:
         return SCALE_BYTES + self.dimensions
+
+
+class LruCache(Generic[K, V]):
+    """A small thread-safe least-recently-used map."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
 
 
 def document_text(record: MemoryRecord | MemoryWriteInput) -> str:
@@ -95,4 +121,4 @@ def fuse(keyword: Sequence[MemoryHit], semantic: Sequence[MemoryHit]) -> list[Me
     ]
 
 
-__all__ = ["SEMANTIC_CANDIDATES", "VectorSpace", "closest", "document_text", "encode", "fuse"]
+__all__ = ["SEMANTIC_CANDIDATES", "LruCache", "VectorSpace", "closest", "document_text", "encode", "fuse"]

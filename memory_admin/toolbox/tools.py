@@ -126,12 +126,12 @@ class ReadFilters(_Args):
 
 
 class SearchArgs(ReadFilters):
-    """Search memories by keywords and/or keys, most relevant first."""
+    """Search memories by a question or keywords and/or keys, most relevant first."""
 
     query: str | None = Field(
         default=None,
         max_length=MAX_TOOL_QUERY_CHARS,
-        description="Keywords to look for (whole words; no stemming: 'seat' does not find 'seats').",
+        description="What to look for: a question or keywords ('where does Dana work', 'window seat').",
     )
 
     @model_validator(mode="after")
@@ -176,7 +176,7 @@ TOOL_SPECS: dict[str, ToolSpec] = {
         ),
         ToolSpec(
             "memory_search",
-            "Search your memories by keywords and/or keys, most relevant first. Results are bounded "
+            "Search your memories by a question or keywords and/or keys, most relevant first. Results are bounded "
             "(default 5, at most 10); 'truncated' means some were cut for length.",
             SearchArgs,
         ),

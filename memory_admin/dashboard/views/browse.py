@@ -47,7 +47,11 @@ def browse_context(access: Access, form: BrowseForm) -> dict[str, Any]:
     """Everything the browser shows for the form's filters, confined to ``access``."""
     store = admin_store()
     filters = form.filters()
-    context: dict[str, Any] = {"access": access, "filters": filters}
+    context: dict[str, Any] = {
+        "access": access,
+        "filters": filters,
+        "semantic": store.capabilities().search != "keyword",
+    }
     resolution = resolve_scope(store, access, filters.scope)
     context.update(scope_context(resolution))
     if isinstance(resolution, PickScope):
@@ -60,6 +64,7 @@ def browse_context(access: Access, form: BrowseForm) -> dict[str, Any]:
     return {
         **context,
         "hits": hits,
+        "ranked": any(hit.score is not None for hit in hits),
         "counts": count_listing(store, query, [hit.record for hit in hits], access.allows, now),
         "state_at": filters.as_of or now,
         "next_cursor": page.next_cursor,

@@ -23,6 +23,11 @@ class Command(BaseCommand):
         parser.add_argument("--agent", help="apply the agent convention for this agent")
         parser.add_argument("--limit", type=int, default=10)
         parser.add_argument("--all", action="store_true", help="include invalidated records")
+        parser.add_argument(
+            "--mode",
+            choices=["keyword", "semantic", "hybrid"],
+            help="how the query matches (default: hybrid when the store embeds, else keyword)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -34,6 +39,7 @@ class Command(BaseCommand):
                     "agent": options["agent"],
                     "limit": options["limit"],
                     "include_invalidated": options["all"],
+                    "mode": options["mode"],
                 }
             )
         except MemoryStoreError as exc:
@@ -45,6 +51,10 @@ class Command(BaseCommand):
             record = hit.record
             state = "" if record.invalid_at is None else f"  [invalid: {record.invalid_reason or 'no reason'}]"
             score = f" score={hit.score:.3f}" if hit.score is not None else ""
+            if hit.semantic_score is not None or hit.keyword_score is not None:
+                parts = [f"keyword={hit.keyword_score:.3f}" if hit.keyword_score is not None else "keyword=-"]
+                parts.append(f"semantic={hit.semantic_score:.3f}" if hit.semantic_score is not None else "semantic=-")
+                score += f" ({' '.join(parts)})"
             scope = ",".join(f"{k}={v}" for k, v in record.scope.items())
             self.stdout.write(f"{record.id}  {record.created_at:%Y-%m-%d}  {record.kind:<10} {scope}{score}{state}")
             self.stdout.write(f"    {record.content}")

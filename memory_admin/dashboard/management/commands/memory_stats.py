@@ -24,6 +24,16 @@ class Command(BaseCommand):
             dropped = store.event_log_stats().dropped
             note = " (a writer fell behind; records are never dropped)" if dropped else ""
             self.stdout.write(f"Event log: {dropped} event{'s' if dropped != 1 else ''} dropped{note}")
+        vectors = store.embedding_status()
+        if vectors.model_id is None:
+            self.stdout.write("Vectors: none (keyword search only; `memory-admin embed` adds them)")
+        else:
+            todo = f"; {vectors.missing} without one (run `memory-admin embed`)" if vectors.missing else ""
+            self.stdout.write(f"Vectors: {vectors.embedded} of {vectors.records} records, by {vectors.model_id}{todo}")
+            if vectors.mismatch:
+                self.stdout.write(
+                    f"  This store embeds with {vectors.embedder}: run `memory-admin embed --rebuild` to switch."
+                )
         facets = store.scope_facets(values_per_key=20)
         tenants = next((f for f in facets if f.key == "tenant"), None)
         if tenants is None:
