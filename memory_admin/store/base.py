@@ -91,6 +91,7 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
         return await self._adrive(self._write(inputs))
 
     def _write(self, inputs: Sequence[WriteInputLike]) -> Flow[list[MemoryRecord]]:
+        yield from self._adopt_embedder()
         items = validate_batch(inputs, self.capabilities())
         if not items:
             return []
@@ -135,6 +136,7 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
 
     def _search(self, query: SearchQueryLike, emit_event: bool) -> Flow[list[MemoryHit]]:
         started = time.perf_counter()
+        yield from self._adopt_embedder()
         plan = self._plan(query)
         hits: list[MemoryHit] = (yield from self._page(plan))[0]
         if emit_event:

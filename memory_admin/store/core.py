@@ -6,13 +6,15 @@ builds the public methods on it."""
 from __future__ import annotations
 
 import asyncio
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeVar
 
+from memory_admin.embed import embedder_for
 from memory_admin.errors import (
     CapabilityError,
     MemoryEmbedderMismatchError,
@@ -66,6 +68,9 @@ DEFAULT_MAX_LIMIT = 1000
 DEFAULT_MAX_BATCH = 10_000
 MAX_MENTIONS = 25
 """Records an erasure's dry run lists as naming the scope elsewhere in the tenant."""
+AUTO_EMBEDDER = "auto"
+ADOPT_INTERVAL_S = 30.0
+"""How often a store without an embedder checks whether its vectors' model has appeared."""
 QUERY_VECTOR_CACHE = 256
 """Query embeddings a store keeps (the next page, the count walk, a repeated question)."""
 SCRUB_WAIT_S = 2.0
@@ -121,10 +126,14 @@ class StoreCore(ABC):
         persist_events: bool = True,
         event_flush_interval: float = DEFAULT_INTERVAL,
         event_buffer_size: int = DEFAULT_CAPACITY,
-        embedder: Embedder | None = None,
+        embedder: Embedder | Literal["auto"] | None = None,
     ) -> None:
         self._clock = clock
-        self._embedder = embedder
+        # "auto": the model the store's vectors come from, looked up now and then (a
+        # keyword-only file that someone embeds is searched by meaning from then on)
+        self._auto_embedder = embedder == AUTO_EMBEDDER
+        self._embedder = None if isinstance(embedder, str) else embedder
+        self._adopt_checked = -ADOPT_INTERVAL_S
         # pages and counts of one search embed its query once
         self._query_vectors: LruCache[str, Any] = LruCache(QUERY_VECTOR_CACHE)
         self._sinks: list[EventSink] = list(sinks)
@@ -160,6 +169,19 @@ class StoreCore(ABC):
     def embedder(self) -> Embedder | None:
         """The store's embedder (``None``: keyword-only)."""
         return self._embedder
+
+    def _adopt_embedder(self, *, now: bool = False) -> Flow[None]:
+        """For an ``auto`` store still without an embedder: adopt the model its vectors
+        come from, if this machine can run it (checked every :data:`ADOPT_INTERVAL_S`)."""
+        if not self._auto_embedder or self._embedder is not None:
+            return
+        moment = time.monotonic()
+        if not now and moment - self._adopt_checked < ADOPT_INTERVAL_S:
+            return
+        self._adopt_checked = moment
+        space: VectorSpace | None = yield Unit("read", lambda s: s.vector_space())
+        if space is not None:
+            self._embedder = embedder_for(space.model_id)
 
     def capabilities(self) -> MemoryStoreCapabilities:
         if self._embedder is None:

@@ -1,0 +1,125 @@
+"""Recall by meaning with the real default model, on the file and on PostgreSQL: what the
+kit's hashing embedder cannot show (a question finds an answer sharing no word with it),
+and how a store is told which model to use."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from memory_admin.conformance.base import U1, contents, rec
+from memory_admin.embed import HashingEmbedder, OnnxEmbedder
+from memory_admin.errors import CapabilityError, MemoryEmbedderMismatchError
+from memory_admin.store import BaseMemoryStore, MemoryNeeds, open_store, require_memory
+
+FACTS = [
+    "Dana is a staff engineer on the payments team",
+    "Dana's partner is allergic to peanuts",
+    "The quarterly planning offsite is in Lisbon",
+    "Dana prefers aisle seats on long flights",
+]
+
+
+def _question(store: BaseMemoryStore, text: str, mode: str | None = None) -> list[str]:
+    return contents(store.search({"scope": U1, "query": text, "limit": 1, **({"mode": mode} if mode else {})}))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    return f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+
+
+@pytest.fixture
+def semantic_store(store_url: str, embedder: OnnxEmbedder) -> Iterator[BaseMemoryStore]:
+    store = open_store(store_url, embedder=embedder)
+    store.write([rec(fact) for fact in FACTS])
+    yield store
+    store.close()
+
+
+def test_a_question_finds_the_answer_that_shares_no_word(semantic_store: BaseMemoryStore) -> None:
+    assert _question(semantic_store, "Where does Dana work?", "keyword") != [FACTS[0]]
+    assert _question(semantic_store, "Where does Dana work?", "semantic") == [FACTS[0]]
+    assert _question(semantic_store, "Where does Dana work?") == [FACTS[0]], "hybrid is the default"
+    assert _question(semantic_store, "food allergies at home") == [FACTS[1]]
+    assert _question(semantic_store, "company retreat location") == [FACTS[2]]
+
+
+def test_hybrid_hits_say_where_their_score_came_from(semantic_store: BaseMemoryStore) -> None:
+    hits = semantic_store.search({"scope": U1, "query": "aisle seats", "limit": 4})
+    assert hits[0].record.content == FACTS[3]
+    assert hits[0].keyword_score is not None and hits[0].keyword_score > 0
+    assert hits[0].semantic_score is not None and hits[0].semantic_score > 0.5
+    unmatched = [hit for hit in hits if hit.keyword_score is None]
+    assert unmatched and all(hit.semantic_score is not None for hit in unmatched)
+    assert [hit.score for hit in hits] == sorted((hit.score or 0.0 for hit in hits), reverse=True)
+
+
+def test_require_memory_names_the_embedder_a_keyword_store_lacks(store_url: str, embedder: OnnxEmbedder) -> None:
+    with open_store(store_url, embedder="none") as keyword:
+        with pytest.raises(CapabilityError, match="embedder='default'") as info:
+            require_memory(keyword, MemoryNeeds(search="hybrid"))
+        assert info.value.missing == ["search=hybrid"]
+    with open_store(store_url, embedder=embedder) as hybrid:
+        assert require_memory(hybrid, MemoryNeeds(search="semantic")).search == "hybrid"
+
+
+def test_the_store_is_told_its_model_by_argument_url_environment_or_its_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    with open_store(url) as fresh:
+        assert fresh.embedder is None and fresh.capabilities().search == "keyword"
+    with open_store(url + "?embedder=hashing:64") as by_url:
+        assert by_url.embedder is not None and by_url.embedder.model_id == "hashing-v1:64"
+        by_url.write([rec("gardening every weekend")])
+    with open_store(url) as adopted:
+        assert adopted.embedder is not None and adopted.embedder.model_id == "hashing-v1:64", "the file's own model"
+    with open_store(url, embedder="none") as keyword_only:
+        assert keyword_only.embedder is None
+    monkeypatch.setenv("MEMORY_EMBEDDER", "hashing:32")
+    with open_store(url) as by_env:
+        assert by_env.embedder is not None and by_env.embedder.model_id == "hashing-v1:32"
+        with pytest.raises(MemoryEmbedderMismatchError, match="hashing-v1:64"):
+            by_env.search({"scope": U1, "query": "gardens"})
+
+
+def test_a_deleted_record_s_vector_leaves_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    with open_store(f"sqlite:///{path}", embedder=HashingEmbedder()) as store:
+        kept, doomed = store.write([rec("garden notes kept"), rec("zebra crossing canary")])
+        with closing(sqlite3.connect(path)) as conn:
+            blob = conn.execute(
+                "SELECT v.vec FROM memory_vectors v JOIN memory_records r ON r.rid = v.rid WHERE r.content = ?",
+                ["zebra crossing canary"],
+            ).fetchone()[0]
+        assert blob in path.read_bytes() + path.with_name(path.name + "-wal").read_bytes()
+        assert store.delete(doomed.id)
+        assert store.embedding_status().embedded == 1
+        assert kept.id in {hit.record.id for hit in store.search({"scope": U1, "query": "garden", "mode": "semantic"})}
+    wal = path.with_name(path.name + "-wal")
+    leftover = path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    assert blob not in leftover, "no byte of the forgotten vector is left in the file or its log"
+
+
+def test_a_running_keyword_only_store_adopts_vectors_embedded_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    with open_store(url) as running:  # a long-running process, opened before any vector existed
+        running.write([rec("gardening every weekend")])
+        with open_store(url, embedder=HashingEmbedder()) as embedding:
+            assert embedding.embed_missing() == 1
+        assert running.embedder is None, "it does not look again at once"
+        monkeypatch.setattr(running, "_adopt_checked", running._adopt_checked - 31)
+        assert contents(running.search({"scope": U1, "query": "gardens", "mode": "semantic"})) == [
+            "gardening every weekend"
+        ]
+        assert running.embedder is not None and running.embedder.model_id == HashingEmbedder().model_id
