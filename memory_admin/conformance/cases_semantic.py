@@ -148,6 +148,30 @@ class SemanticCases(ConformanceBase):
                 break
         assert sorted(seen) == sorted(f"garden notes number {i}" for i in range(12))
 
+    def test_filters_that_rule_out_the_closest_still_find_the_rest(self, estore: FullMemoryStore) -> None:
+        estore.write([rec(f"garden notes number {i}") for i in range(260)])
+        estore.write([rec(f"a preference of {name}", kind="preference") for name in ("ann", "bo", "cy")])
+        found = estore.search({"scope": U1, "query": "garden notes", "mode": "semantic", "kinds": ["preference"]})
+        assert sorted(contents(found)) == ["a preference of ann", "a preference of bo", "a preference of cy"]
+
+    def test_another_store_object_sees_what_this_one_wrote_and_forgot(
+        self, raw_embedding_store: FullMemoryStore
+    ) -> None:
+        first, doomed = raw_embedding_store.write([rec("garden notes first"), rec("garden notes doomed")])
+        other = self.open_again(raw_embedding_store, embedder=HashingEmbedder())
+        if other is None:
+            pytest.skip("this backend cannot open its data again")
+        try:
+            assert self._find(other, "semantic") == ["garden notes doomed", "garden notes first"]
+            raw_embedding_store.write([rec("garden notes later")])
+            assert raw_embedding_store.delete(doomed.id)
+            assert self._find(other, "semantic") == ["garden notes first", "garden notes later"]
+            assert self._find(other, "hybrid") == ["garden notes first", "garden notes later"]
+        finally:
+            if other is not raw_embedding_store:
+                other.close()
+        assert first.id
+
     # === vectors live and die with their records ====================================
 
     def test_every_write_path_stores_a_vector(self, estore: FullMemoryStore) -> None:

@@ -16,6 +16,7 @@ first real use raises :class:`EmbedderUnavailableError` naming the install line.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -65,8 +66,9 @@ def require(module: str, what: str, install: str = SEMANTIC_INSTALL) -> ModuleTy
         raise EmbedderUnavailableError(what, install) from exc
 
 
+@functools.cache
 def numpy() -> Any:
-    """numpy, or the typed error that names the ``semantic`` extra."""
+    """numpy, or the typed error that names the ``semantic`` extra (looked up once)."""
     return require("numpy", "numpy (needed for embeddings)")
 
 
@@ -160,14 +162,17 @@ class BaseEmbedder(ABC):
         if not items:
             empty: Matrix = np.zeros((0, self.dimensions), dtype=np.float32)
             return empty
+        # batches of similar lengths: a batch is padded to its longest text
+        order = sorted(range(len(items)), key=lambda i: len(items[i]))
         parts = []
-        for start in range(0, len(items), self.batch_size):
-            batch = items[start : start + self.batch_size]
+        for start in range(0, len(order), self.batch_size):
+            batch = [items[i] for i in order[start : start + self.batch_size]]
             rows = np.asarray(self._embed_batch(batch, side), dtype=np.float32)
             if rows.ndim != 2 or rows.shape[0] != len(batch):
                 raise EmbedderError(f"{self.model_id} returned shape {rows.shape} for {len(batch)} texts")
             parts.append(rows)
-        matrix = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        matrix = np.empty((len(items), parts[0].shape[1]), dtype=np.float32)
+        matrix[order] = np.concatenate(parts) if len(parts) > 1 else parts[0]
         return normalise(matrix)
 
     def embed_documents(self, texts: Sequence[str]) -> Matrix:

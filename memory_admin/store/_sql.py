@@ -32,7 +32,7 @@ from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, canonical_scope, sc
 from memory_admin.store.plan import SearchPlan
 from memory_admin.store.protocol import CorruptionScan, CorruptRecord
 from memory_admin.store.ranking import VISIBLE_ENUMERATION_LIMIT
-from memory_admin.store.vectors import VectorSpace, closest
+from memory_admin.store.vectors import ScopeVectors, VectorCache, VectorSpace, closest_in
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -101,6 +101,9 @@ class Dialect(ABC):
     @abstractmethod
     def json_param(self) -> str:
         """The placeholder of a parameter stored in a JSON column."""
+
+    vector_key: str
+    """The vectors table's primary key."""
 
     def id_param(self, record_id: str) -> Any:
         """A record id as the ``id`` column stores it."""
@@ -505,6 +508,10 @@ def events_dropped_op(d: Dialect) -> Op[int]:
     return int(rows[0]["n"]) if rows else 0
 
 
+PREFILTER_FACTOR = 4
+PREFILTER_MIN = 200
+"""A semantic search filters the ``max(limit × PREFILTER_FACTOR, PREFILTER_MIN)`` closest
+vectors of its scopes; fewer than ``limit`` passing means one full filtered scan."""
 VECTOR_SPACE = "vector_space"
 """The setting (``memory_settings``) naming the model the store's vectors come from."""
 
@@ -532,8 +539,8 @@ def set_vector_space_op(d: Dialect, space: VectorSpace | None) -> Op[None]:
 def insert_vectors_op(d: Dialect, vectors: Sequence[tuple[str, bytes]]) -> Op[None]:
     if vectors:
         yield Statement(
-            f"INSERT INTO memory_vectors ({d.key}, vec) SELECT {d.key}, {d.p} FROM memory_records WHERE id = {d.p} "
-            f"ON CONFLICT ({d.key}) DO UPDATE SET vec = excluded.vec",
+            f"INSERT INTO memory_vectors (scope_id, {d.key}, vec) SELECT scope_id, {d.key}, {d.p} "
+            f"FROM memory_records WHERE id = {d.p} ON CONFLICT ({d.vector_key}) DO UPDATE SET vec = excluded.vec",
             [(blob, d.id_param(record_id)) for record_id, blob in vectors],
             many=True,
         )
@@ -552,9 +559,10 @@ class SqlSession(ABC):
         """A condition on ``r`` for the records whose scope contains ``scope``'s pairs."""
 
     @abstractmethod
-    def records_reached(self, plan: SearchPlan) -> Op[tuple[str, list[Any]] | None]:
-        """A condition on ``r`` for the records in the scopes a plan reaches (subset or
-        visible match, the agent convention), ``None`` when no stored scope can match."""
+    def records_reached(self, plan: SearchPlan, *columns: str) -> Op[list[tuple[str, list[Any]]] | None]:
+        """For each of ``columns`` (scope ids: ``r.scope_id`` of the records, ``s.scope_id``
+        of the scopes) a condition on it for the scopes a plan reaches (subset or visible
+        match, the agent convention); ``None`` when no stored scope can match."""
 
     def vector_space(self) -> Op[VectorSpace | None]:
         return (yield from vector_space_op(self.dialect))
@@ -565,27 +573,87 @@ class SqlSession(ABC):
     def insert_vectors(self, vectors: Sequence[tuple[str, bytes]]) -> Op[None]:
         yield from insert_vectors_op(self.dialect, vectors)
 
+    vector_cache: VectorCache | None = None
+    """The store's copy of the vectors it searched (set by the backend); ``None``: read every time."""
+
     def similar(self, plan: SearchPlan, limit: int) -> Op[list[MemoryHit]]:
+        """Exact, in two passes: the closest of the reached scopes' vectors (from the
+        process's copy while each scope's ``vec_version`` says it is current, else read
+        from the store), then the record filters — and the scope again — on the few
+        best; only when too few of those pass does one filtered scan decide."""
         d = self.dialect
         space = yield from vector_space_op(d)
-        reached = None if space is None else (yield from self.records_reached(plan))
+        reached = None if space is None else (yield from self.records_reached(plan, "s.scope_id", "r.scope_id"))
         if space is None or reached is None:
             return []
-        where, params = reached
-        filters, filter_params = record_filters(d, plan)
-        rows = yield Statement(
-            f"SELECT r.{d.key}, v.vec FROM memory_records r JOIN memory_vectors v ON v.{d.key} = r.{d.key} "
-            f"WHERE {where} AND {filters}",
-            [*params, *filter_params],
+        (where, params), in_scope = reached
+        stamps = yield Statement(
+            f"SELECT s.scope_id, s.vec_version FROM memory_scopes s WHERE {where} AND s.vec_version > 0",
+            params,
             raw=True,
         )
-        found = closest(plan.vector, [(int(key), bytes(blob)) for key, blob in rows], space.dimensions, limit)
+        scopes = yield from self._scope_vectors({int(sid): int(version) for sid, version in stamps}, space)
+        filters, filter_params = record_filters(d, plan)
+        filters = f"{in_scope[0]} AND {filters}"
+        filter_params = [*in_scope[1], *filter_params]
+        depth = max(limit * PREFILTER_FACTOR, PREFILTER_MIN)
+        found = closest_in(plan.vector, scopes, depth)
+        kept = yield from self._passing([key for key, _ in found], filters, filter_params)
+        found = [(key, score) for key, score in found if key in kept]
+        total = sum(len(scope.keys) for scope in scopes)
+        if len(found) < limit and total > depth:
+            # the filters ruled out too many of the closest: score every record they admit
+            every = [int(key) for scope in scopes for key in scope.keys.tolist()]
+            admitted = yield from self._passing(every, filters, filter_params)
+            found = [(key, score) for key, score in closest_in(plan.vector, scopes, total) if key in admitted]
+        found = found[:limit]
         if not found:
             return []
         keys, key_params = d.one_of(f"r.{d.key}", [key for key, _ in found])
         records = yield Statement(f"{self.record_select} WHERE {keys}", key_params)
         by_key = {row[d.key]: record_from_row(row, d.from_db_time) for row in records}
-        return [MemoryHit(record=by_key[key], semantic_score=score) for key, score in found]
+        return [MemoryHit(record=by_key[key], semantic_score=score) for key, score in found if key in by_key]
+
+    def _scope_vectors(self, versions: dict[int, int], space: VectorSpace) -> Op[list[ScopeVectors]]:
+        """The vectors of these scopes (scope id → its ``vec_version``), from the cache
+        where current, the rest read in one statement (and cached)."""
+        cache = self.vector_cache
+        found: list[ScopeVectors] = []
+        stale: list[int] = []
+        for scope_id, version in versions.items():
+            cached = cache.get(scope_id, version) if cache is not None else None
+            if cached is None:
+                stale.append(scope_id)
+            else:
+                found.append(cached)
+        if stale:
+            d = self.dialect
+            among, among_params = d.one_of("scope_id", stale)
+            rows = yield Statement(
+                f"SELECT scope_id, {d.key}, vec FROM memory_vectors WHERE {among} ORDER BY scope_id",
+                among_params,
+                raw=True,
+            )
+            by_scope: dict[int, list[tuple[int, bytes]]] = {}
+            for scope_id, key, blob in rows:
+                by_scope.setdefault(int(scope_id), []).append((int(key), bytes(blob)))
+            for scope_id, scope_rows in by_scope.items():
+                vectors = ScopeVectors.of(versions[scope_id], scope_rows, space.dimensions)
+                if cache is not None:
+                    cache.put(scope_id, vectors)
+                found.append(vectors)
+        return found
+
+    def _passing(self, keys: Sequence[int], filters: str, params: Sequence[Any]) -> Op[set[int]]:
+        """Which of these records the plan's scope and every other filter admit."""
+        if not keys:
+            return set()
+        d = self.dialect
+        among, among_params = d.one_of(f"r.{d.key}", keys)
+        rows = yield Statement(
+            f"SELECT r.{d.key} FROM memory_records r WHERE {among} AND {filters}", [*among_params, *params], raw=True
+        )
+        return {int(row[0]) for row in rows}
 
     def unembedded(self, limit: int) -> Op[list[MemoryRecord]]:
         d = self.dialect

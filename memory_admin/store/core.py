@@ -50,7 +50,15 @@ from memory_admin.store.session import (
     Session,
     Unit,
 )
-from memory_admin.store.vectors import SEMANTIC_CANDIDATES, LruCache, VectorSpace, document_text, encode, fuse
+from memory_admin.store.vectors import (
+    SEMANTIC_CANDIDATES,
+    LruCache,
+    VectorCache,
+    VectorSpace,
+    document_text,
+    encode,
+    fuse,
+)
 from memory_admin.tokenize import unique_tokens
 
 if TYPE_CHECKING:
@@ -117,6 +125,8 @@ class StoreCore(ABC):
     backend_name: ClassVar[str] = "memory_store"
 
     capabilities_data: ClassVar[MemoryStoreCapabilities]
+    _vector_cache: VectorCache | None = None
+    """A SQL backend's copy of the vectors it searched (:class:`~memory_admin.store.vectors.VectorCache`)."""
 
     def __init__(
         self,
@@ -325,8 +335,11 @@ class StoreCore(ABC):
         return stored
 
     def _scrub(self, what: str, report: ErasureReport | None = None) -> Flow[None]:
-        """After forgetting: no forgotten byte left in the store's files within
-        :data:`SCRUB_WAIT_S`, else :class:`MemoryScrubPendingError` (the forgetting stands)."""
+        """After forgetting: no forgotten vector left in this process's memory, and no
+        forgotten byte in the store's files within :data:`SCRUB_WAIT_S`, else
+        :class:`MemoryScrubPendingError` (the forgetting stands)."""
+        if self._vector_cache is not None:
+            self._vector_cache.clear()
         done: bool = yield Unit("maintain", lambda s: s.scrub(SCRUB_WAIT_S))
         if not done:
             raise MemoryScrubPendingError(what, report=report)

@@ -34,6 +34,10 @@ V = TypeVar("V")
 
 SEMANTIC_CANDIDATES = CANDIDATES
 """How many of the closest records a hybrid search fuses with as many keyword hits."""
+DEFAULT_CACHE_BYTES = 96 * 2**20
+"""What a store keeps of the vectors it searched (about 250,000 records at 384 dimensions)."""
+SCAN_CHUNK = 8192
+"""Stored vectors scored at a time: a tenant-wide scan never holds all of them as floats."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,112 @@ class LruCache(Generic[K, V]):
                 self._items.popitem(last=False)
 
 
+@dataclass(frozen=True)
+class ScopeVectors:
+    """One stored scope's vectors as arrays: record keys, int8 codes (contiguous), scales."""
+
+    version: int
+    keys: Any
+    codes: Any
+    scales: Any
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.keys.nbytes + self.codes.nbytes + self.scales.nbytes)
+
+    @classmethod
+    def of(cls, version: int, rows: Sequence[tuple[int, bytes]], dimensions: int) -> ScopeVectors:
+        np = numpy()
+        codes, scales = stack_blobs([blob for _, blob in rows], dimensions)
+        keys = np.fromiter((key for key, _ in rows), dtype=np.int64, count=len(rows))
+        return cls(version, keys, np.ascontiguousarray(codes), scales)
+
+
+class VectorCache:
+    """A process's copy of the vectors it searched, per stored scope, in at most
+    ``max_bytes``; least recently used scopes go first.
+
+    A scope's copy is used only while the scope's ``vec_version`` — a store-wide number
+    stamped on the scope, in the same transaction, by every change to its vectors, and
+    never repeated — is the one the copy was read at; otherwise the scope is read again.
+    The file stays the only truth: the cache is rebuilt from it, never written back.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._scopes: OrderedDict[int, ScopeVectors] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, scope_id: int, version: int) -> ScopeVectors | None:
+        with self._lock:
+            found = self._scopes.get(scope_id)
+            if found is None or found.version != version:
+                return None
+            self._scopes.move_to_end(scope_id)
+            return found
+
+    def put(self, scope_id: int, vectors: ScopeVectors) -> None:
+        if vectors.nbytes > self.max_bytes:
+            return
+        with self._lock:
+            previous = self._scopes.pop(scope_id, None)
+            if previous is not None:
+                self._bytes -= previous.nbytes
+            self._scopes[scope_id] = vectors
+            self._bytes += vectors.nbytes
+            while self._bytes > self.max_bytes:
+                _, evicted = self._scopes.popitem(last=False)
+                self._bytes -= evicted.nbytes
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def clear(self) -> None:
+        """Forget every copy (after a delete or an erasure: no forgotten vector stays in RAM)."""
+        with self._lock:
+            self._scopes.clear()
+            self._bytes = 0
+
+
+def closest_in(query: Vector, scopes: Sequence[ScopeVectors], limit: int) -> list[tuple[int, float]]:
+    """The ``limit`` keys of these scopes' vectors most similar to ``query``, closest first
+    (ties: the lower key). Small scopes are scored together, :data:`SCAN_CHUNK` rows a call."""
+    if not scopes or limit <= 0:
+        return []
+    np = numpy()
+    query32 = np.asarray(query, dtype=np.float32)
+    keys: list[Any] = []
+    parts: list[Any] = []
+    pending: list[ScopeVectors] = []
+    rows = 0
+
+    def score(group: list[ScopeVectors]) -> None:
+        codes = np.concatenate([g.codes for g in group]) if len(group) > 1 else group[0].codes
+        scales = np.concatenate([g.scales for g in group]) if len(group) > 1 else group[0].scales
+        for start in range(0, len(scales), SCAN_CHUNK):
+            parts.append(int8_scores(query32, codes[start : start + SCAN_CHUNK], scales[start : start + SCAN_CHUNK]))
+        keys.extend(g.keys for g in group)
+
+    for scope in scopes:
+        if len(scope.keys) >= SCAN_CHUNK:
+            score([scope])
+            continue
+        pending.append(scope)
+        rows += len(scope.keys)
+        if rows >= SCAN_CHUNK:
+            score(pending)
+            pending, rows = [], 0
+    if pending:
+        score(pending)
+    scores: Any = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    all_keys: Any = np.concatenate(keys) if len(keys) > 1 else keys[0]
+    top = np.argpartition(-scores, limit - 1)[:limit] if len(scores) > limit else np.arange(len(scores))
+    order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), int(all_keys[i])))
+    return [(int(all_keys[i]), round(float(scores[i]), 6)) for i in order]
+
+
 def document_text(record: MemoryRecord | MemoryWriteInput) -> str:
     """What a record's vector embeds: its content (tags and the date are keyword matter)."""
     return record.content
@@ -93,8 +203,12 @@ def closest(query: Vector, rows: Sequence[tuple[K, bytes]], dimensions: int, lim
     if not rows or limit <= 0:
         return []
     np = numpy()
-    codes, scales = stack_blobs([blob for _, blob in rows], dimensions)
-    scores: Any = int8_scores(query, codes, scales)
+    query32 = np.asarray(query, dtype=np.float32)
+    parts = []
+    for start in range(0, len(rows), SCAN_CHUNK):
+        codes, scales = stack_blobs([blob for _, blob in rows[start : start + SCAN_CHUNK]], dimensions)
+        parts.append(int8_scores(query32, codes, scales))
+    scores: Any = np.concatenate(parts) if len(parts) > 1 else parts[0]
     top = np.argpartition(-scores, limit - 1)[:limit] if len(rows) > limit else np.arange(len(rows))
     order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), i))
     return [(rows[i][0], round(float(scores[i]), 6)) for i in order]
@@ -121,4 +235,17 @@ def fuse(keyword: Sequence[MemoryHit], semantic: Sequence[MemoryHit]) -> list[Me
     ]
 
 
-__all__ = ["SEMANTIC_CANDIDATES", "LruCache", "VectorSpace", "closest", "document_text", "encode", "fuse"]
+__all__ = [
+    "DEFAULT_CACHE_BYTES",
+    "SCAN_CHUNK",
+    "SEMANTIC_CANDIDATES",
+    "LruCache",
+    "ScopeVectors",
+    "VectorCache",
+    "VectorSpace",
+    "closest",
+    "closest_in",
+    "document_text",
+    "encode",
+    "fuse",
+]

@@ -49,6 +49,7 @@ from memory_admin.store.postgres.search import (
     TermFrequencies,
 )
 from memory_admin.store.postgres.session import PostgresSession
+from memory_admin.store.vectors import VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +138,7 @@ class PostgresMemoryStore(BaseMemoryStore):
         self._async_lock = threading.Lock()
         self._closed = False
         self._frequencies = TermFrequencies()
+        self._vector_cache = VectorCache()
         self._pool: ConnectionPool[Any] = ConnectionPool(
             url,
             min_size=min_size,
@@ -252,7 +254,7 @@ class PostgresMemoryStore(BaseMemoryStore):
         a server crash may lose it, never corrupt anything)."""
         self._check_open()
         with self._errors(), self._pool.connection() as conn:
-            session, execute = PostgresSession(self._frequencies), _executor(conn)
+            session, execute = PostgresSession(self._frequencies, self._vector_cache), _executor(conn)
             if mode in ("read", "maintain"):
                 yield session, execute
             elif mode == "snapshot":
@@ -274,7 +276,7 @@ class PostgresMemoryStore(BaseMemoryStore):
         with self._errors():
             pool = await self._async_pool()
             async with pool.connection() as conn:
-                session, execute = PostgresSession(self._frequencies), _aexecutor(conn)
+                session, execute = PostgresSession(self._frequencies, self._vector_cache), _aexecutor(conn)
                 if mode in ("read", "maintain"):
                     yield session, execute
                 elif mode == "snapshot":

@@ -107,9 +107,27 @@ MIGRATIONS: list[str] = [
     # store's settings (which model made the vectors)
     """
     CREATE TABLE memory_vectors (
-        seq bigint PRIMARY KEY REFERENCES memory_records (seq) ON DELETE CASCADE,
-        vec bytea NOT NULL
+        seq      bigint PRIMARY KEY REFERENCES memory_records (seq) ON DELETE CASCADE,
+        scope_id bigint NOT NULL,
+        vec      bytea NOT NULL
     );
+    CREATE INDEX memory_vectors_scope ON memory_vectors (scope_id);
+    -- every change to a scope's vectors stamps the scope with a never repeating number,
+    -- so a process's copy of those vectors knows when it is stale
+    ALTER TABLE memory_scopes ADD COLUMN vec_version bigint NOT NULL DEFAULT 0;
+    CREATE SEQUENCE memory_vector_changes;
+    CREATE FUNCTION memory_vectors_touch() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE memory_scopes s SET vec_version = nextval('memory_vector_changes')
+        WHERE s.scope_id IN (SELECT DISTINCT scope_id FROM changed);
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER memory_vectors_touched_insert AFTER INSERT ON memory_vectors
+        REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION memory_vectors_touch();
+    CREATE TRIGGER memory_vectors_touched_update AFTER UPDATE ON memory_vectors
+        REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION memory_vectors_touch();
+    CREATE TRIGGER memory_vectors_touched_delete AFTER DELETE ON memory_vectors
+        REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION memory_vectors_touch();
     CREATE TABLE memory_settings (
         name  text PRIMARY KEY,
         value text NOT NULL

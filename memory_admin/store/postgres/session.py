@@ -43,6 +43,7 @@ from memory_admin.store.postgres.search import (
     scope_pair_lexemes,
 )
 from memory_admin.store.protocol import ScopeCounts, ScopeFacet
+from memory_admin.store.vectors import VectorCache
 
 # column, SQL array type — the order the insert statement binds them in
 _INSERT_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -185,8 +186,9 @@ class PostgresSession(SqlSession):
     dialect = DIALECT
     record_select = RECORD_SELECT + RECORD_FROM
 
-    def __init__(self, frequencies: TermFrequencies) -> None:
+    def __init__(self, frequencies: TermFrequencies, vector_cache: VectorCache | None = None) -> None:
         self._frequencies = frequencies
+        self.vector_cache = vector_cache
         self._scope_ids: dict[str, int] = {}
 
     def records_under(self, scope: Scope) -> Op[tuple[str, list[Any]]]:
@@ -196,15 +198,19 @@ class PostgresSession(SqlSession):
         )
         yield  # pragma: no cover - makes this an op
 
-    def records_reached(self, plan: SearchPlan) -> Op[tuple[str, list[Any]] | None]:
+    def records_reached(self, plan: SearchPlan, *columns: str) -> Op[list[tuple[str, list[Any]]] | None]:
         scope_ids = yield from scope_ids_op(plan)
         if scope_ids is not None:
-            return ("r.scope_id = ANY(%s::bigint[])", [scope_ids]) if scope_ids else None
+            return [(f"{column} = ANY(%s::bigint[])", [scope_ids]) for column in columns] if scope_ids else None
         scope_where, scope_params = scope_condition(plan)
-        return (
-            f"r.tenant = %s AND r.scope_id IN (SELECT sc.scope_id FROM memory_scopes sc WHERE {scope_where})",
-            [plan.query.scope[TENANT_KEY], *scope_params],
-        )
+        conditions = []
+        for column in columns:
+            within = f"{column} IN (SELECT sc.scope_id FROM memory_scopes sc WHERE {scope_where})"
+            if column.startswith("r."):  # the records' tenant index narrows first
+                conditions.append((f"r.tenant = %s AND {within}", [plan.query.scope[TENANT_KEY], *scope_params]))
+            else:
+                conditions.append((within, scope_params))
+        return conditions
 
     def _locked_scopes(self, scopes: Mapping[str, Scope]) -> Op[dict[str, int]]:
         missing = {text: scope for text, scope in scopes.items() if text not in self._scope_ids}

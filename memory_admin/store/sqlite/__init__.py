@@ -44,6 +44,7 @@ from memory_admin.store.sqlite.session import (
     execute_statement,
     is_busy,
 )
+from memory_admin.store.vectors import VectorCache
 
 
 class SqliteMemoryStore(BaseMemoryStore):
@@ -72,6 +73,7 @@ class SqliteMemoryStore(BaseMemoryStore):
         self._all_lock = threading.Lock()
         self._closed = False
         self._searcher = Search(DIALECT)
+        self._vector_cache = VectorCache()
         self._migrate()
 
     # --- connections ----------------------------------------------------------------
@@ -132,6 +134,7 @@ class SqliteMemoryStore(BaseMemoryStore):
         ``maintain`` runs outside any transaction."""
         with self._connection() as conn:
             session = SqliteSession(self._searcher, self._busy_timeout)
+            session.vector_cache = self._vector_cache
 
             def execute(statement: Statement) -> list[Any]:
                 return execute_statement(conn, statement)

@@ -165,16 +165,41 @@ MIGRATIONS.append(
     # 6: vectors beside their records (one int8 blob each, gone with the record) and the
     # store's settings (which model made the vectors)
     """
+    -- clustered by scope: a search reads its scopes' vectors as contiguous runs
     CREATE TABLE memory_vectors (
-        rid INTEGER PRIMARY KEY,
-        vec BLOB NOT NULL
-    );
+        scope_id INTEGER NOT NULL,
+        rid      INTEGER NOT NULL,
+        vec      BLOB NOT NULL,
+        PRIMARY KEY (scope_id, rid)
+    ) WITHOUT ROWID;
     CREATE TABLE memory_settings (
         name  TEXT PRIMARY KEY,
         value TEXT NOT NULL
     ) WITHOUT ROWID;
     CREATE TRIGGER memory_records_vectors_ad AFTER DELETE ON memory_records BEGIN
-        DELETE FROM memory_vectors WHERE rid = old.rid;
+        DELETE FROM memory_vectors WHERE scope_id = old.scope_id AND rid = old.rid;
+    END;
+    CREATE TRIGGER memory_records_vectors_au AFTER UPDATE OF scope_id ON memory_records BEGIN
+        UPDATE memory_vectors SET scope_id = new.scope_id WHERE scope_id = old.scope_id AND rid = old.rid;
+    END;
+    -- every change to a scope's vectors stamps the scope with a store-wide, never
+    -- repeating number, so a process's copy of those vectors knows when it is stale
+    ALTER TABLE memory_scopes ADD COLUMN vec_version INTEGER NOT NULL DEFAULT 0;
+    INSERT INTO memory_counters (name, n) VALUES ('vector_changes', 0) ON CONFLICT (name) DO NOTHING;
+    CREATE TRIGGER memory_vectors_ai AFTER INSERT ON memory_vectors BEGIN
+        UPDATE memory_counters SET n = n + 1 WHERE name = 'vector_changes';
+        UPDATE memory_scopes SET vec_version = (SELECT n FROM memory_counters WHERE name = 'vector_changes')
+            WHERE scope_id = new.scope_id;
+    END;
+    CREATE TRIGGER memory_vectors_au AFTER UPDATE ON memory_vectors BEGIN
+        UPDATE memory_counters SET n = n + 1 WHERE name = 'vector_changes';
+        UPDATE memory_scopes SET vec_version = (SELECT n FROM memory_counters WHERE name = 'vector_changes')
+            WHERE scope_id IN (old.scope_id, new.scope_id);
+    END;
+    CREATE TRIGGER memory_vectors_ad AFTER DELETE ON memory_vectors BEGIN
+        UPDATE memory_counters SET n = n + 1 WHERE name = 'vector_changes';
+        UPDATE memory_scopes SET vec_version = (SELECT n FROM memory_counters WHERE name = 'vector_changes')
+            WHERE scope_id = old.scope_id;
     END;
     """
 )

@@ -48,6 +48,7 @@ class SqliteDialect(Dialect):
     p = "?"
     key = "rid"
     true = "1"
+    vector_key = "scope_id, rid"
 
     def to_db_time(self, value: datetime) -> int:
         return now_us(value)
@@ -155,11 +156,12 @@ class SqliteSession(SqlSession):
         scopes = yield from Scopes.subset(scope, None)
         return "r.scope_id IN (SELECT value FROM json_each(?))", [json_list(sid for sid, _ in scopes)]
 
-    def records_reached(self, plan: SearchPlan) -> Op[tuple[str, list[Any]] | None]:
+    def records_reached(self, plan: SearchPlan, *columns: str) -> Op[list[tuple[str, list[Any]]] | None]:
         scopes = yield from Scopes.reached(plan)
         if not scopes:
             return None
-        return "r.scope_id IN (SELECT value FROM json_each(?))", [json_list(sid for sid, _ in scopes)]
+        ids = json_list(sid for sid, _ in scopes)
+        return [(f"{column} IN (SELECT value FROM json_each(?))", [ids]) for column in columns]
 
     def _records(self, rows: Iterable[Any]) -> list[MemoryRecord]:
         return [record_from_row(row, DIALECT.from_db_time) for row in rows]

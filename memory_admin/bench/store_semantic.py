@@ -1,0 +1,280 @@
+"""Store benchmark with the embedder: recall by meaning at 100k and 1M records.
+
+    python -m memory_admin.bench.store_semantic --sizes 100000,1000000 [--out docs/benchmarks/store-semantic.md]
+
+Each size runs in a fresh subprocess (peak RSS is that size's own) on a fresh SQLite
+file of the bench corpus (:mod:`memory_admin.bench.corpus`), the store in its hybrid
+configuration, event log on. It measures:
+
+* **model load**: a fresh process loading the default model and embedding one query;
+* **ingest with embedding**: ``--ingest`` corpus records written through a store with
+  the default embedder (every record embedded in its write), beside the same records
+  through a keyword-only store;
+* **search**: user-scoped and tenant-wide searches in hybrid, semantic and keyword mode,
+  p50/p99, every hybrid and semantic search including its query's embedding by the
+  default model;
+* **bytes per record** with vectors (the event log's pages left out), **peak RSS**.
+
+Filling a store of a million records through the model would take hours on two cores,
+so the fill (not measured) stores feature-hashed vectors of the same 384 dimensions
+(:class:`~memory_admin.embed.hashing.HashingEmbedder`): the same bytes per record and the
+same scan. Searches embed their query with the default model, then search with the
+query's hashed vector: each search pays the model's cost and the store's exact scan
+over that many stored vectors, which is what its latency is made of — the vectors'
+values change which records come back, not how long finding them takes. Quality is
+measured on real text by :mod:`memory_admin.bench.locomo`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from memory_admin.bench.corpus import Corpus, batched
+from memory_admin.bench.store import LoadSampler, _load, _percentiles, event_log_bytes, progress
+from memory_admin.embed import HashingEmbedder, OnnxEmbedder, default_embedder
+from memory_admin.embed.protocol import BaseEmbedder, Matrix, Side
+from memory_admin.store.sqlite import SqliteMemoryStore, sqlite_file_stats
+
+DIMENSIONS = 384
+BATCH = 1000
+TARGETS = {
+    "user_hybrid_p99_ms": 25.0,
+    "tenant_hybrid_p99_ms": 150.0,
+    "bytes_per_record": 900,
+    "ingest_per_s": 200,
+    "load_s": 1.0,
+    "peak_rss_mb": 400,
+}
+
+
+class TimedQueries(BaseEmbedder):
+    """Documents by feature hashing (the fill); queries embedded by the real model first,
+    then answered with their hashed vector, so a search costs what it costs a user."""
+
+    def __init__(self, model: OnnxEmbedder) -> None:
+        self._model = model
+        self._hashing = HashingEmbedder(DIMENSIONS)
+        self.batch_size = self._hashing.batch_size
+
+    @property
+    def model_id(self) -> str:
+        return self._hashing.model_id
+
+    @property
+    def dimensions(self) -> int:
+        return DIMENSIONS
+
+    def _embed_batch(self, texts: list[str], side: Side) -> Matrix:
+        if side == "query":
+            self._model.embed_queries(texts)
+        return self._hashing._embed_batch(texts, side)
+
+
+def load_seconds() -> float:
+    """A fresh process: import, load the default model, embed one query."""
+    script = (
+        "import time; t = time.perf_counter(); from memory_admin.embed import default_embedder; "
+        "e = default_embedder(); e.embed_query('where does dana work'); print(time.perf_counter() - t)"
+    )
+    child = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True)
+    return float(child.stdout.strip())
+
+
+def ingest_rates(workdir: Path, corpus: Corpus, count: int, model: OnnxEmbedder) -> tuple[float, float]:
+    """Records per second through a store that embeds (the default model) and one that does not."""
+    rates = []
+    for name, embedder in (("ingest+embed", model), ("ingest keyword", None)):
+        path = workdir / f"ingest-{name}.sqlite3"
+        with SqliteMemoryStore(path, embedder=embedder) as store:
+            started = time.perf_counter()
+            done = 0
+            for batch in batched(corpus.inputs(count, seed=99), 100):
+                store.write(batch)
+                done += len(batch)
+                progress(name, done, count, started)
+            rates.append(count / (time.perf_counter() - started))
+    return rates[0], rates[1]
+
+
+WARM = 20
+
+
+def timed(calls: Sequence[Callable[[], object]]) -> dict[str, float]:
+    """Percentiles of the calls after the first :data:`WARM` (which warm the caches)."""
+    for call in calls[:WARM]:
+        call()
+    samples = []
+    for call in calls[WARM:]:
+        started = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - started)
+    return _percentiles(samples)
+
+
+def run_size(size: int, workdir: Path, queries: int, ingest: int) -> dict[str, Any]:
+    sampler = LoadSampler()
+    corpus = Corpus()
+    result: dict[str, Any] = {"size": size, "load_s": load_seconds()}
+    model = default_embedder()
+    model.load()
+    result["ingest_per_s"], result["keyword_ingest_per_s"] = ingest_rates(workdir, corpus, ingest, model)
+
+    path = workdir / f"semantic-{size}.sqlite3"
+    store = SqliteMemoryStore(path, embedder=TimedQueries(model))
+    started = time.perf_counter()
+    done = 0
+    for batch in batched(corpus.inputs(size), BATCH):
+        store.write(batch)
+        done += len(batch)
+        progress("fill", done, size, started)
+    store.optimize()
+    store.flush_events()
+    result["bytes_per_record"] = (sqlite_file_stats(path)["file_bytes"] - event_log_bytes(path)) / size
+    result["embedded"] = store.embedding_status().embedded
+
+    # every mode gets questions of its own: the store keeps recent query embeddings, and a
+    # repeated question would measure that cache instead of the model
+    rng = random.Random(11)
+    for label, count in (("user", queries), ("tenant", max(queries // 4, 20))):
+        for mode in ("hybrid", "semantic", "keyword"):
+            cases = [
+                (
+                    corpus.active_user_scope(rng) if label == "user" else {"tenant": corpus.tenant(rng)},
+                    corpus.query(rng),
+                )
+                for _ in range(count + WARM)
+            ]
+            calls = [
+                (lambda s=scope, q=query, m=mode: store.search({"scope": s, "query": q, "mode": m, "limit": 10}))
+                for scope, query in cases
+            ]
+            result[f"{label}_{mode}"] = timed(calls)
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["load"] = sampler.stop()
+    store.close()
+    return result
+
+
+def report(results: list[dict[str, Any]], command: str) -> str:
+    def ms(r: dict[str, Any], key: str) -> str:
+        return f"{r[key]['p50']:.2f} / {r[key]['p99']:.2f}"
+
+    def target(key: str, value: float, *, most: bool = True) -> str:
+        goal = TARGETS[key]
+        met = value <= goal if most else value >= goal
+        return f"{'≤' if most else '≥'} {goal:g} {'(met)' if met else '(not met)'}"
+
+    header = "| | " + " | ".join(f"{r['size']:,} records" for r in results) + " | target |"
+    lines = [
+        "# Store benchmark with the embedder (SQLite, hybrid)",
+        "",
+        f"Command: `{command}`",
+        "",
+        "The store in its hybrid configuration (the default embedder, all-MiniLM-L6-v2 int8 on onnxruntime), "
+        "event log on. Every hybrid and semantic search below includes embedding its query with the default "
+        "model. The large fill stores feature-hashed vectors of the same 384 dimensions (see the module "
+        "docstring: same bytes, same exact scan); ingest with embedding is measured with the model itself.",
+        "",
+        header,
+        "| --- | " + " | ".join("---:" for _ in results) + " | --- |",
+    ]
+
+    def row(label: str, cell: Callable[[dict[str, Any]], str], goal: str = "") -> str:
+        return f"| {label} | " + " | ".join(cell(r) for r in results) + f" | {goal} |"
+
+    last = results[-1]
+    lines += [
+        row(
+            "user-scoped hybrid p50 / p99 (ms)",
+            lambda r: ms(r, "user_hybrid"),
+            target("user_hybrid_p99_ms", last["user_hybrid"]["p99"]),
+        ),
+        row("user-scoped semantic p50 / p99 (ms)", lambda r: ms(r, "user_semantic")),
+        row("user-scoped keyword p50 / p99 (ms)", lambda r: ms(r, "user_keyword")),
+        row(
+            "tenant-wide hybrid p50 / p99 (ms)",
+            lambda r: ms(r, "tenant_hybrid"),
+            target("tenant_hybrid_p99_ms", last["tenant_hybrid"]["p99"]),
+        ),
+        row("tenant-wide semantic p50 / p99 (ms)", lambda r: ms(r, "tenant_semantic")),
+        row("tenant-wide keyword p50 / p99 (ms)", lambda r: ms(r, "tenant_keyword")),
+        row(
+            "hybrid / keyword p99, user-scoped",
+            lambda r: f"{r['user_hybrid']['p99'] / r['user_keyword']['p99']:.2f}×",
+        ),
+        row(
+            "bytes per record, vectors included",
+            lambda r: f"{r['bytes_per_record']:.0f}",
+            target("bytes_per_record", last["bytes_per_record"]),
+        ),
+        row(
+            "ingest with embedding (records/s)",
+            lambda r: f"{r['ingest_per_s']:.0f}",
+            target("ingest_per_s", min(r["ingest_per_s"] for r in results), most=False),
+        ),
+        row("ingest keyword-only, same records (records/s)", lambda r: f"{r['keyword_ingest_per_s']:.0f}"),
+        row(
+            "model load, fresh process, first query included (s)",
+            lambda r: f"{r['load_s']:.2f}",
+            target("load_s", max(r["load_s"] for r in results)),
+        ),
+        row(
+            "peak RSS (MB)",
+            lambda r: f"{r['peak_rss_mb']:.0f}",
+            target("peak_rss_mb", max(r["peak_rss_mb"] for r in results)),
+        ),
+        row("records with a vector", lambda r: f"{r['embedded']:,}"),
+        "",
+        _load(results) + " (2 cores).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="100000,1000000", help="comma-separated record counts")
+    parser.add_argument("--queries", type=int, default=400, help="user-scoped searches per mode (tenant-wide: 1/4)")
+    parser.add_argument("--ingest", type=int, default=2000, help="records written through the model for ingest")
+    parser.add_argument("--dir", type=Path, default=None, help="where the files go (default: a temp dir)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the report (markdown) here")
+    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one is not None:
+        with tempfile.TemporaryDirectory(prefix="bench-semantic-", dir=args.dir) as folder:
+            print(json.dumps(run_size(args.one, Path(folder), args.queries, args.ingest)))
+        return 0
+    results = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        sys.stderr.write(f"{size:,} records → SQLite, hybrid\n")
+        extra = ["--queries", str(args.queries), "--ingest", str(args.ingest)]
+        if args.dir is not None:
+            extra += ["--dir", str(args.dir)]
+        child = subprocess.run(
+            [sys.executable, "-m", "memory_admin.bench.store_semantic", "--one", str(size), *extra],
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+    command = "python -m memory_admin.bench.store_semantic " + " ".join(sys.argv[1:] if argv is None else argv)
+    text = report(results, command)
+    print(text, end="")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
