@@ -255,3 +255,20 @@ def test_a_deleted_record_shows_as_an_id_only(admin: Client, demo_store: InMemor
     html = admin.get(reverse("dashboard:recall_event", args=[stored.id])).content.decode()
     assert gone in html and content.content not in html
     assert find(demo_store, "tenant=acme,user=ravi", "refunds endpoint")  # the neighbours are still there
+
+
+def test_the_inspector_explains_ranks_and_non_candidates(admin: Client, demo_store: InMemoryMemoryStore) -> None:
+    preview = admin.get(
+        preview_url(scope="tenant=acme,user=dana", message="Book me a flight to Berlin next week", budget="1500")
+    ).content.decode()
+    assert 'matched <code class="word">berlin</code>' in preview
+    assert re.search(r'<span class="small score">score \d+\.\d\d</span>', preview)
+    assert "Not candidates" in preview and 'data-reason="superseded"' in preview
+    stored = next(
+        s
+        for s in demo_store.query_events({"types": ["agent.memory.recall"], "scope": {"tenant": "acme", "user": "dana"}})
+        if isinstance(s.event, MemoryRecallEvent) and s.event.query_preview
+    )
+    event = admin.get(reverse("dashboard:recall_event", args=[stored.id])).content.decode()
+    assert "The event log keeps no scores" in event and 'class="small score"' not in event
+    assert '<strong>profile</strong> #1' in event and 'id="others-heading"' in event

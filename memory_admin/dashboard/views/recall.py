@@ -167,5 +167,5 @@ def _preview(store: AdminMemoryStore, access: Access, form: PreviewForm) -> dict
         "report": result.report,
         "recall_block": block,  # not "block": templates reserve that name
         "hidden": hidden,
-        "account": account_recall(store, access.allows, result.report),
+        "account": account_recall(store, access.allows, result, message=data["message"] or None),
     }
