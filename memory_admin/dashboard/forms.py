@@ -294,6 +294,12 @@ class PreviewForm(QueryStringForm):
         return clean_agent_text(self.cleaned_data.get("agent") or "")
 
 
+class RecallEventForm(QueryStringForm):
+    """One recall event's page: ``replay=1`` runs it again against today's store."""
+
+    replay = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+
 class CursorForm(QueryStringForm):
     before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 

@@ -42,6 +42,7 @@ def every_page(store: InMemoryMemoryStore) -> list[tuple[str, str]]:
         ("erase-preview", f"/scopes/erase/?{DANA}"),
         ("recall", "/recall/"),
         ("recall-event", f"/recall/events/{event}/"),
+        ("recall-replay", f"/recall/events/{event}/?replay=1"),
         ("preview-empty", "/recall/preview/"),
         ("preview", f"/recall/preview/?{DANA}&message=Book+me+a+flight+to+Berlin+next+week&budget=1500"),
         ("health-pick", "/health/"),

@@ -272,3 +272,44 @@ def test_the_inspector_explains_ranks_and_non_candidates(admin: Client, demo_sto
     event = admin.get(reverse("dashboard:recall_event", args=[stored.id])).content.decode()
     assert "The event log keeps no scores" in event and 'class="small score"' not in event
     assert '<strong>profile</strong> #1' in event and 'id="others-heading"' in event
+
+
+# --- replay now -------------------------------------------------------------------------------
+
+
+def test_replay_now_diffs_today_against_the_event_and_logs_nothing(
+    admin: Client, demo_store: InMemoryMemoryStore
+) -> None:
+    stored = next(
+        s
+        for s in demo_store.query_events({"types": ["agent.memory.recall"], "scope": {"tenant": "acme", "user": "dana"}})
+        if isinstance(s.event, MemoryRecallEvent) and "Berlin" in (s.event.query_preview or "")
+    )
+    event = stored.event
+    assert isinstance(event, MemoryRecallEvent)
+    url = reverse("dashboard:recall_event", args=[stored.id])
+    gone, dropped = event.record_ids[-1], event.record_ids[-2]
+    demo_store.invalidate(dropped, "out of date")
+    demo_store.delete(gone)
+    [fresh] = demo_store.write(
+        [{"scope": {"tenant": "acme", "user": "dana"}, "kind": "fact", "content": "Dana flies to Berlin in May.",
+          "provenance": {"source": "test"}}]
+    )
+    logged = len(demo_store.query_events({"limit": 10_000, "include_previews": True}))
+    heard: list[object] = []
+    demo_store.add_sink(heard.append)
+    page = admin.get(url)
+    assert 'name="replay" value="1"' in page.content.decode() and 'id="replay-summary"' not in page.content.decode()
+    response = admin.get(url + "?replay=1")
+    assert response.status_code == 200
+    html = response.content.decode()
+    added = html.split('id="replay-added"')[1].split("</ul>")[0]
+    removed = html.split('id="replay-removed"')[1].split("</ul>")[0]
+    assert fresh.id in added and "written after the recall" in added
+    assert dropped in removed and "invalidated since" in removed
+    assert gone in removed and "deleted or erased since" in removed
+    assert len(demo_store.query_events({"limit": 10_000, "include_previews": True})) == logged  # not logged
+    assert heard == []  # not even the store's sinks hear of it
+    fragment = admin.get(url + "?replay=1", **HTMX).content.decode()
+    assert fragment.lstrip().startswith('<section id="replay"') and "<html" not in fragment
+    assert admin.get(url + "?replay=1&bogus=2").status_code == 400
