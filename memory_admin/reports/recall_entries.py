@@ -26,7 +26,7 @@ from memory_admin.recall import (
     read_view,
     render_entry,
 )
-from memory_admin.records import MemoryHit, MemoryRecord, MemorySearchQuery, utc_now
+from memory_admin.records import MemoryHit, MemoryRecord, utc_now
 from memory_admin.reports.listing import record_state
 from memory_admin.scope import Scope, ScopeMatch, scope_matches, visible_to_agent
 from memory_admin.store.protocol import AdminMemoryStore, MemoryStore, RecordListQuery

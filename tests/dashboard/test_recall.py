@@ -21,6 +21,7 @@ from tests.dashboard.conftest import MakeClient, find
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
+DANA = {"tenant": "acme", "user": "dana"}
 
 
 def recall_url(**params: str) -> str:
@@ -266,12 +267,14 @@ def test_the_inspector_explains_ranks_and_non_candidates(admin: Client, demo_sto
     assert "Not candidates" in preview and 'data-reason="superseded"' in preview
     stored = next(
         s
-        for s in demo_store.query_events({"types": ["agent.memory.recall"], "scope": {"tenant": "acme", "user": "dana"}})
+        for s in demo_store.query_events(
+            {"types": ["agent.memory.recall"], "scope": {"tenant": "acme", "user": "dana"}}
+        )
         if isinstance(s.event, MemoryRecallEvent) and s.event.query_preview
     )
     event = admin.get(reverse("dashboard:recall_event", args=[stored.id])).content.decode()
     assert "The event log keeps no scores" in event and 'class="small score"' not in event
-    assert '<strong>profile</strong> #1' in event and 'id="others-heading"' in event
+    assert "<strong>profile</strong> #1" in event and 'id="others-heading"' in event
 
 
 # --- replay now -------------------------------------------------------------------------------
@@ -282,7 +285,9 @@ def test_replay_now_diffs_today_against_the_event_and_logs_nothing(
 ) -> None:
     stored = next(
         s
-        for s in demo_store.query_events({"types": ["agent.memory.recall"], "scope": {"tenant": "acme", "user": "dana"}})
+        for s in demo_store.query_events(
+            {"types": ["agent.memory.recall"], "scope": {"tenant": "acme", "user": "dana"}}
+        )
         if isinstance(s.event, MemoryRecallEvent) and "Berlin" in (s.event.query_preview or "")
     )
     event = stored.event
@@ -292,8 +297,14 @@ def test_replay_now_diffs_today_against_the_event_and_logs_nothing(
     demo_store.invalidate(dropped, "out of date")
     demo_store.delete(gone)
     [fresh] = demo_store.write(
-        [{"scope": {"tenant": "acme", "user": "dana"}, "kind": "fact", "content": "Dana flies to Berlin in May.",
-          "provenance": {"source": "test"}}]
+        [
+            {
+                "scope": {"tenant": "acme", "user": "dana"},
+                "kind": "fact",
+                "content": "Dana flies to Berlin in May.",
+                "provenance": {"source": "test"},
+            }
+        ]
     )
     logged = len(demo_store.query_events({"limit": 10_000, "include_previews": True}))
     heard: list[object] = []

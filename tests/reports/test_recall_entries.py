@@ -161,4 +161,3 @@ def test_a_past_event_accounts_for_every_record_under_its_scope_once() -> None:
     assert len(listed) == len(set(listed)) == 7  # every record once
     assert account.others_complete
     store.close()
-

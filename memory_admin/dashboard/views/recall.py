@@ -24,8 +24,8 @@ from memory_admin.events import AnyEvent, MemoryRecallEvent
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, assemble_recall
 from memory_admin.records import utc_now
 from memory_admin.reports.recall_entries import account_recall, redact_block
-from memory_admin.reports.replay import replay_event
 from memory_admin.reports.recall_stats import MAX_EVENTS, SMALL_SAMPLE, EventScan, read_recall_events, summarize
+from memory_admin.reports.replay import replay_event
 from memory_admin.scope import Scope, format_scope
 from memory_admin.store import AdminMemoryStore, EventLogStore
 
