@@ -92,20 +92,20 @@ Item = TypeVar("Item")
 def counted(entry: AuditEntry, items: Iterator[Item], noun: str) -> Iterator[Item]:
     """``items``, counted into ``entry`` (as ``noun``), which closes when the download ends."""
     count = 0
+    outcome, error = AuditEntry.Outcome.DONE, ""
     try:
         for item in items:
             count += 1
             yield item
     except GeneratorExit:
-        entry.counts = {**entry.counts, noun: count}
-        finish(entry, AuditEntry.Outcome.FAILED, error=f"the download stopped after {count} {noun}")
+        outcome, error = AuditEntry.Outcome.FAILED, f"the download stopped after {count} {noun}"
         raise
     except Exception as exc:
-        entry.counts = {**entry.counts, noun: count}
-        finish(entry, AuditEntry.Outcome.FAILED, error=describe(exc))
+        outcome, error = AuditEntry.Outcome.FAILED, describe(exc)
         raise
-    entry.counts = {**entry.counts, noun: count}
-    finish(entry, AuditEntry.Outcome.DONE)
+    finally:
+        entry.counts = {**entry.counts, noun: count}
+        finish(entry, outcome, error=error)
 
 
 def _filename(scope: Scope, fmt: str) -> str:
