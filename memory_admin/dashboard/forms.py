@@ -211,6 +211,12 @@ class BrowseForm(QueryStringForm):
         )
 
 
+class RecordForm(QueryStringForm):
+    """A record's page: ``as_of`` shows its state, and its chain's, at that moment."""
+
+    as_of = utc_time_field("As of (UTC)")
+
+
 class ScopeForm(QueryStringForm):
     scope = ScopeField()
 

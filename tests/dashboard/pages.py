@@ -34,6 +34,7 @@ def every_page(store: InMemoryMemoryStore) -> list[tuple[str, str]]:
         ("browse", f"/?{DANA}"),
         ("browse-as-of", f"/?{DANA}&invalidated=1&as_of={as_of}"),
         ("record", f"/records/{record.id}/"),
+        ("record-as-of", f"/records/{espresso.id}/?as_of={as_of}"),
         ("record-invalidate", f"/records/{record.id}/invalidate/"),
         ("record-correct", f"/records/{record.id}/correct/"),
         ("record-delete", f"/records/{record.id}/delete/"),
