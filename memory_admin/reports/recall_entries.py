@@ -51,6 +51,7 @@ REASONS = {
     "no_match_older": "no word in common with the message, and not among the newest records that stood in",
     "older": "not among the newest records recall took (there was no message to match)",
     "message_removed": "not known: the message was removed from the event log (a memory it held was forgotten)",
+    "hidden": "outside the scopes you may see: whether it shared a word with the message is not shown",
 }
 NOT_CANDIDATE_ORDER = (
     "unwritten",
@@ -64,7 +65,10 @@ NOT_CANDIDATE_ORDER = (
     "no_match_older",
     "older",
     "message_removed",
+    "hidden",
 )
+CONTENT_REASONS = frozenset({"outranked", "no_match", "no_match_older"})
+"""Reasons read off a record's words: never given for a record outside the reader's grants."""
 UNREAD_SCAN = 500  # records read under each of a recall's scopes to find the ones it never took
 HIDDEN_ENTRY = "- [a memory from a scope outside your grants: hidden here, {chars} characters in the real block]\n"
 SCORE_PARTS = ("keyword", "semantic")
@@ -411,8 +415,10 @@ def not_candidates(
             if record.id in seen:
                 continue
             seen.add(record.id)
-            reason = _why_not(record, view, scope_match, agent, at, words, fallback, reads_profile)
             shown = record if allows(record.scope) else None
+            reason = _why_not(record, view, scope_match, agent, at, words, fallback, reads_profile)
+            if shown is None and reason in CONTENT_REASONS:
+                reason = "hidden"  # the reason would tell what a record outside the grants says
             found.append(Entry(record.id, shown, reason=reason, rank=_rank(shown, None, None, words or (), None)))
     order = {reason: index for index, reason in enumerate(NOT_CANDIDATE_ORDER)}
     found.sort(key=lambda entry: (order[entry.reason or ""], -_created(entry)))

@@ -104,6 +104,8 @@ def test_an_event_explains_ranks_without_scores(demo_store: InMemoryMemoryStore)
     hidden = account_recall(demo_store, lambda scope: False, stored.event)
     # nothing drawn from a hidden record's content: no words, no reasons that quote it
     assert all(e.rank and not e.rank.words for e in [*hidden.entries, *hidden.deferred, *hidden.others])
+    assert {e.reason for e in hidden.others}.isdisjoint({"outranked", "no_match", "no_match_older"})
+    assert [e.id for e in hidden.others] != [] and len(hidden.others) == len(account.others)
 
 
 def test_score_parts_are_shown_when_a_store_reports_them() -> None:

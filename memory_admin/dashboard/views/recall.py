@@ -15,7 +15,7 @@ from django.http import HttpResponse, QueryDict
 from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.errors import ErrorPage, render_error
-from memory_admin.dashboard.forms import PreviewForm, RecallEventForm, RecallForm
+from memory_admin.dashboard.forms import MAX_PREVIEW_BUDGET, PreviewForm, RecallEventForm, RecallForm
 from memory_admin.dashboard.permissions import Access, NotVisible, access_for
 from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
 from memory_admin.dashboard.views.common import HtmxHttpRequest, event_store, query_page, render_region
@@ -129,7 +129,8 @@ def recall_event(request: HtmxHttpRequest, event_id: int) -> HttpResponse:
             "scope": format_scope(event.scope),
             "agent": event.agent or "",
             "message": event.query_preview or "",
-            "budget": event.budget_chars,
+            # the preview takes budgets in its own range; outside it, the preview's default
+            **({"budget": event.budget_chars} if event.budget_chars <= MAX_PREVIEW_BUDGET else {}),
         },
         # read-only and not logged: the replay's event goes to a sink of its own
         "replay": replay_event(store, access.allows, event) if replaying else None,
