@@ -71,9 +71,10 @@ CONTENT_REASONS = frozenset({"outranked", "no_match", "no_match_older"})
 """Reasons read off a record's words: never given for a record outside the reader's grants."""
 UNREAD_SCAN = 500  # records read under each of a recall's scopes to find the ones it never took
 HIDDEN_ENTRY = "- [a memory from a scope outside your grants: hidden here, {chars} characters in the real block]\n"
-SCORE_PARTS = ("keyword", "semantic")
-"""Contributions to a hit's score a store may report beside ``score`` (hybrid search);
-shown when present, never required."""
+SCORE_PARTS = (("keyword", "keyword_score"), ("semantic", "semantic_score"))
+"""Contributions to a hit's score a store may report beside ``score`` (hybrid search:
+shared words, closeness in meaning), by the name shown and the hit's attribute; shown
+when present, never required."""
 TIER_ORDER = {
     "profile": "newest first, into the profile slice",
     "pinned": "newest first (a proposed learning)",
@@ -152,8 +153,8 @@ def matched_words(words: Sequence[str], record: MemoryRecord) -> tuple[str, ...]
 def score_parts(hit: MemoryHit) -> tuple[tuple[str, float], ...]:
     """The contributions to ``hit.score`` a store reported (see :data:`SCORE_PARTS`)."""
     parts = []
-    for name in SCORE_PARTS:
-        value = getattr(hit, name, None)
+    for name, attribute in SCORE_PARTS:
+        value = getattr(hit, attribute, None)
         if isinstance(value, int | float) and not isinstance(value, bool):
             parts.append((name, float(value)))
     return tuple(parts)
