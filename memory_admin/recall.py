@@ -131,6 +131,9 @@ class RecallReport(_Frozen):
     """True when the recent tier stood in for keyword hits."""
     query_clipped: bool
     """True when the user text was longer than :data:`RECALL_QUERY_CHARS` and clipped."""
+    deferred_tiers: dict[str, Tier] = {}
+    """The tier each deferred record was a candidate of (not in the event: it is the
+    preview's detail)."""
 
 
 class RecallResult(_Frozen):
@@ -140,6 +143,9 @@ class RecallResult(_Frozen):
     report: RecallReport
     records: tuple[MemoryRecord, ...]
     event: MemoryRecallEvent
+    hits: tuple[MemoryHit, ...] = ()
+    """The keyword search's answers, in rank order, with whatever scores the store gave
+    (an inspector explains the hits tier's order from them)."""
 
 
 def read_view(scope: Mapping[str, str], agent: str | None, scope_match: ScopeMatch = "visible") -> Scope:
@@ -322,6 +328,7 @@ class _Layout:
         self.sections: dict[str, list[MemoryRecord]] = {}
         self.placed: dict[str, Tier] = {}
         self.deferred: dict[str, DeferralReason] = {}
+        self.deferred_tiers: dict[str, Tier] = {}
 
     def place(self, record: MemoryRecord, tier: Tier, heading: str) -> None:
         if record.id in self.placed:
@@ -329,11 +336,13 @@ class _Layout:
         cost = entry_chars(record, show_ids=self.show_ids) + (0 if heading in self.sections else len(HEADINGS[heading]))
         if self.used + cost > self.room:
             self.deferred.setdefault(record.id, "budget")
+            self.deferred_tiers.setdefault(record.id, tier)
             return
         self.used += cost
         self.sections.setdefault(heading, []).append(record)
         self.placed[record.id] = tier
         self.deferred.pop(record.id, None)  # a deferred profile record earned its place as a hit
+        self.deferred_tiers.pop(record.id, None)
 
 
 class _Candidates:
@@ -344,6 +353,7 @@ class _Candidates:
         self.recent: list[MemoryRecord] = []
         self.recent_heading = "recent:no_query"
         self.fallback = False
+        self.scored: tuple[MemoryHit, ...] = ()
 
     def count(self) -> int:
         return len({r.id for tier in (self.profile, self.pinned, self.hits, self.recent) for r in tier})
@@ -368,6 +378,7 @@ def _gather(plan: _Plan, show_ids: bool) -> _Steps:
     new_hits: list[MemoryRecord] = []
     if plan.query is not None and plan.max_hits > 0:
         hits = yield plan.search(plan.max_hits + len(taken), query=plan.query)
+        found.scored = tuple(hits)
         pinned = {record.id for record in found.pinned}
         for hit in hits:
             if hit.record.id in pinned:
@@ -394,6 +405,7 @@ def _layout(plan: _Plan, found: _Candidates, room: int, show_ids: bool) -> _Layo
     # the profile tier comes first, so it is placed against the slice and the whole room
     profile = place_profile(found.profile, plan.profile_chars, room=room, size=partial(entry_chars, show_ids=show_ids))
     layout.deferred.update(profile.deferred)
+    layout.deferred_tiers.update(dict.fromkeys(profile.deferred, "profile"))
     for record in profile.admitted:
         layout.place(record, "profile", "profile")
     for record in found.pinned:
@@ -451,6 +463,7 @@ def _finish(
         tiers=tiers,
         fallback=found.fallback,
         query_clipped=plan.query_clipped,
+        deferred_tiers={record_id: layout.deferred_tiers[record_id] for record_id in layout.deferred},
     )
     query_preview, preview_clipped = preview(plan.raw_query)
     event = MemoryRecallEvent(
@@ -472,7 +485,7 @@ def _finish(
         preview_run=preview_run,
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
     )
-    return RecallResult(block=block, report=report, records=records, event=event)
+    return RecallResult(block=block, report=report, records=records, event=event, hits=found.scored)
 
 
 def _deliver(store: MemoryStore, event: MemoryRecallEvent, sink: EventSink | None) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from memory_admin.records import MemoryRecord
@@ -49,18 +49,29 @@ def neutralise(cell: str) -> str:
     return "'" + cell if cell.startswith(FORMULA_STARTS) else cell
 
 
+def csv_cells(values: Iterable[object]) -> list[str]:
+    """A CSV row's cells: ``None`` empty, every cell neutralised."""
+    return [neutralise("" if value is None else str(value)) for value in values]
+
+
 def csv_row(record: MemoryRecord) -> list[str]:
-    return [neutralise("" if (value := read(record)) is None else str(value)) for _, read in CSV_COLUMNS]
+    return csv_cells(read(record) for _, read in CSV_COLUMNS)
 
 
 def csv_chunks(records: Iterable[MemoryRecord]) -> Iterator[str]:
     """A header line, then the records as CSV rows, about :data:`CHUNK_RECORDS` per chunk."""
+    return csv_table([name for name, _ in CSV_COLUMNS], (csv_row(record) for record in records))
+
+
+def csv_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> Iterator[str]:
+    """``header``, then ``rows`` (made with :func:`csv_cells`), as CSV text, about
+    :data:`CHUNK_RECORDS` rows per chunk."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow([name for name, _ in CSV_COLUMNS])
+    writer.writerow(header)
     pending = 0
-    for record in records:
-        writer.writerow(csv_row(record))
+    for row in rows:
+        writer.writerow(row)
         pending += 1
         if pending == CHUNK_RECORDS:
             yield _drain(buffer)
@@ -70,14 +81,19 @@ def csv_chunks(records: Iterable[MemoryRecord]) -> Iterator[str]:
 
 def jsonl_chunks(records: Iterable[MemoryRecord]) -> Iterator[str]:
     """One JSON object per record and line (every field, as the store returns it)."""
-    lines: list[str] = []
-    for record in records:
-        lines.append(record.model_dump_json() + "\n")
-        if len(lines) == CHUNK_RECORDS:
-            yield "".join(lines)
-            lines = []
-    if lines:
-        yield "".join(lines)
+    return json_lines(record.model_dump_json() for record in records)
+
+
+def json_lines(lines: Iterable[str]) -> Iterator[str]:
+    """Each of ``lines`` (one JSON text each) on a line of its own, in chunks."""
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line + "\n")
+        if len(chunk) == CHUNK_RECORDS:
+            yield "".join(chunk)
+            chunk = []
+    if chunk:
+        yield "".join(chunk)
 
 
 def _drain(buffer: io.StringIO) -> str:

@@ -211,6 +211,12 @@ class BrowseForm(QueryStringForm):
         )
 
 
+class RecordForm(QueryStringForm):
+    """A record's page: ``as_of`` shows its state, and its chain's, at that moment."""
+
+    as_of = utc_time_field("As of (UTC)")
+
+
 class ScopeForm(QueryStringForm):
     scope = ScopeField()
 
@@ -292,6 +298,12 @@ class PreviewForm(QueryStringForm):
 
     def clean_agent(self) -> str | None:
         return clean_agent_text(self.cleaned_data.get("agent") or "")
+
+
+class RecallEventForm(QueryStringForm):
+    """One recall event's page: ``replay=1`` runs it again against today's store."""
+
+    replay = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
 
 class CursorForm(QueryStringForm):

@@ -72,6 +72,7 @@ class AuditEntry(models.Model):
         ERASE = "erase", "erase a scope"
         SWEEP = "sweep", "sweep expired records"
         EXPORT = "export", "export records"
+        EXPORT_AUDIT = "export_audit", "export the audit log"
 
     class Outcome(models.TextChoices):
         STARTED = "started", "started"

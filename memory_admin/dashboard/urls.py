@@ -50,6 +50,8 @@ dashboard_patterns = [
     path("health/sweep/", health.sweep, name="sweep"),
     path("audit/", audit.audit_log, name="audit"),
     path("audit/<int:entry_id>/", audit.audit_entry, name="audit_entry"),
+    path("audit/export.csv", audit.audit_export_csv, name="audit_export_csv"),
+    path("audit/export.jsonl", audit.audit_export_jsonl, name="audit_export_jsonl"),
     path("export.jsonl", export.export_jsonl, name="export_jsonl"),
     path("export.csv", export.export_csv, name="export_csv"),
 ]

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memory_admin.records import MemoryRecord, Provenance
+from memory_admin.reports.listing import RecordState, record_state
 from memory_admin.store import ChainLink
 
 _WORDS = re.compile(r"\s+|\S+\s*")  # words keep their trailing space, so changes read as phrases
@@ -40,6 +41,13 @@ class Version:
     current: bool = False
     diff: list[DiffPiece] = field(default_factory=list)
     changes: list[FieldChange] = field(default_factory=list)
+    then: RecordState | None = None
+    """The version's state at the timeline's as-of moment (``None`` without one, or for
+    a tombstone)."""
+
+    @property
+    def live_then(self) -> bool:
+        return self.then == "live"
 
     @property
     def tombstone(self) -> bool:
@@ -111,10 +119,15 @@ def field_changes(before: MemoryRecord, after: MemoryRecord) -> list[FieldChange
 
 
 def build_timeline(
-    links: Sequence[ChainLink], current_id: str, visible: Callable[[MemoryRecord], bool]
+    links: Sequence[ChainLink],
+    current_id: str,
+    visible: Callable[[MemoryRecord], bool],
+    *,
+    at: datetime | None = None,
 ) -> list[Version]:
     """The chain oldest first; each visible version diffed against the nearest visible
-    version before it. Records ``visible`` refuses are shown as tombstones."""
+    version before it. Records ``visible`` refuses are shown as tombstones. With ``at``
+    each version carries its state at that moment (which one was live then)."""
     versions: list[Version] = []
     previous: MemoryRecord | None = None
     for link in links:
@@ -124,7 +137,8 @@ def build_timeline(
             continue
         diff = word_diff(previous.content, record.content) if previous else []
         changes = field_changes(previous, record) if previous else []
-        versions.append(Version(link.id, record, link.id == current_id, diff, changes))
+        then = record_state(record, at) if at is not None else None
+        versions.append(Version(link.id, record, link.id == current_id, diff, changes, then))
         previous = record
     return versions
 

@@ -413,3 +413,95 @@ def test_audit_ids_link_and_the_log_filters(page: Page, demo_store: InMemoryMemo
     expect(row).to_contain_text("Dana stopped drinking tea.")
     row.get_by_role("link", name=record.id).click()  # record ids link to their records
     page.wait_for_url(re.compile(rf"/records/{record.id}/$"))
+
+
+# --- the recall inspector: ranks, replay now; the audit export; a record as of a moment --
+
+
+def test_the_preview_explains_ranks_at_375_px(phone: Page) -> None:
+    sign_in(phone, "ada")
+    phone.goto("/recall/preview/?scope=tenant%3Dacme%2Cuser%3Ddana&message=Book+me+a+flight+to+Berlin+next+week")
+    hits = phone.locator("#in-heading ~ .table-box td.why", has_text="hits")
+    expect(hits.first).to_contain_text("matched")
+    expect(hits.first).to_contain_text(re.compile(r"score \d+\.\d\d"))
+    expect(phone.locator("#others-heading")).to_contain_text("under this scope")
+    assert page_width(phone) <= 375, overflowing(phone)
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["htmx", "no-js"])
+def test_replay_now_diffs_without_logging(
+    browser: Browser, site: str, demo_store: InMemoryMemoryStore, javascript: bool
+) -> None:
+    from memory_admin.events import MemoryRecallEvent
+
+    stored = next(
+        s
+        for s in demo_store.query_events(
+            {"types": ["agent.memory.recall"], "scope": {"tenant": "acme", "user": "dana"}}
+        )
+        if isinstance(s.event, MemoryRecallEvent) and s.event.record_ids
+    )
+    assert isinstance(stored.event, MemoryRecallEvent)
+    demo_store.invalidate(stored.event.record_ids[-1], "out of date")
+    logged = len(demo_store.query_events({"limit": 10_000, "include_previews": True}))
+    context = browser.new_context(base_url=site, java_script_enabled=javascript, viewport={"width": 375, "height": 800})
+    context.set_default_timeout(10_000)
+    tab = context.new_page()
+    try:
+        sign_in(tab, "ada")
+        tab.goto(f"/recall/events/{stored.id}/")
+        tab.get_by_role("button", name="Replay now").click()
+        tab.wait_for_url(re.compile(r"replay=1"))
+        expect(tab.locator("#replay-summary")).to_contain_text("no longer in")
+        expect(tab.locator("#replay-removed")).to_contain_text("invalidated since")
+        expect(tab.locator("#replay-removed")).to_contain_text(stored.event.record_ids[-1])
+        expect(tab.locator("#event")).to_have_count(1)  # swapped into the page, not over it
+        assert page_width(tab) <= 375, overflowing(tab)
+        assert len(demo_store.query_events({"limit": 10_000, "include_previews": True})) == logged
+    finally:
+        context.close()
+
+
+def test_a_record_as_of_a_moment(phone: Page, demo_store: InMemoryMemoryStore) -> None:
+    from tests.dashboard.conftest import find
+
+    espresso = find(demo_store, "tenant=acme,user=dana", "Dana drinks espresso, no milk.")
+    assert espresso.invalid_at is not None
+    moment = espresso.invalid_at - timedelta(minutes=1)
+    sign_in(phone, "ada")
+    phone.goto(f"/records/{espresso.id}/")
+    expect(phone.locator("#as-of-banner")).to_have_count(0)
+    expect(phone.locator("header.page-head .badge")).to_have_text("superseded")
+    field = phone.get_by_label("As of (UTC)")
+    assert field.get_attribute("type") == "text"
+    field.fill(moment.strftime("%Y-%m-%d %H:%M"))
+    phone.get_by_role("button", name="Show").click()
+    expect(phone.locator("#as-of-banner")).to_contain_text(f"{moment:%Y-%m-%d %H:%M} UTC")
+    expect(phone.locator("header.page-head .badge")).to_have_text("live")  # as it was then
+    expect(phone.locator(f"#v-{espresso.id}")).to_contain_text("live at the as-of time")
+    assert page_width(phone) <= 375, overflowing(phone)
+    phone.locator("#as-of-banner").get_by_role("link", name="Show the record now").click()
+    expect(phone.locator("#as-of-banner")).to_have_count(0)
+    expect(phone.locator("header.page-head .badge")).to_have_text("superseded")
+
+
+def test_the_audit_export_downloads_the_filtered_log(page: Page, demo_store: InMemoryMemoryStore) -> None:
+    import csv
+    import io
+    from pathlib import Path
+
+    from memory_admin.dashboard.models import AuditEntry
+
+    every_page(demo_store)  # one invalidation by "ada"
+    sign_in(page, "ada")
+    page.goto("/audit/")
+    page.get_by_label("What").select_option("invalidate")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"action=invalidate"))
+    with page.expect_download() as download:
+        page.locator("#audit-export").get_by_role("link", name="CSV").click()
+    rows = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text())))
+    assert rows and {row["action"] for row in rows} == {"invalidate"}
+    assert download.value.suggested_filename.startswith("audit-every-tenant-")
+    [noted] = AuditEntry.objects.filter(action=AuditEntry.Action.EXPORT_AUDIT)
+    assert noted.counts["entries"] == len(rows) and noted.actor == "ada"

@@ -21,6 +21,7 @@ from tests.dashboard.conftest import MakeClient, find
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
+DANA = {"tenant": "acme", "user": "dana"}
 
 
 def recall_url(**params: str) -> str:
@@ -255,3 +256,71 @@ def test_a_deleted_record_shows_as_an_id_only(admin: Client, demo_store: InMemor
     html = admin.get(reverse("dashboard:recall_event", args=[stored.id])).content.decode()
     assert gone in html and content.content not in html
     assert find(demo_store, "tenant=acme,user=ravi", "refunds endpoint")  # the neighbours are still there
+
+
+def test_the_inspector_explains_ranks_and_non_candidates(admin: Client, demo_store: InMemoryMemoryStore) -> None:
+    preview = admin.get(
+        preview_url(scope="tenant=acme,user=dana", message="Book me a flight to Berlin next week", budget="1500")
+    ).content.decode()
+    assert 'matched <code class="word">berlin</code>' in preview
+    assert re.search(r'<span class="small score">score \d+\.\d\d</span>', preview)
+    assert "Not candidates" in preview and 'data-reason="superseded"' in preview
+    stored = next(
+        s
+        for s in demo_store.query_events(
+            {"types": ["agent.memory.recall"], "scope": {"tenant": "acme", "user": "dana"}}
+        )
+        if isinstance(s.event, MemoryRecallEvent) and s.event.query_preview
+    )
+    event = admin.get(reverse("dashboard:recall_event", args=[stored.id])).content.decode()
+    assert "The event log keeps no scores" in event and 'class="small score"' not in event
+    assert "<strong>profile</strong> #1" in event and 'id="others-heading"' in event
+
+
+# --- replay now -------------------------------------------------------------------------------
+
+
+def test_replay_now_diffs_today_against_the_event_and_logs_nothing(
+    admin: Client, demo_store: InMemoryMemoryStore
+) -> None:
+    stored = next(
+        s
+        for s in demo_store.query_events(
+            {"types": ["agent.memory.recall"], "scope": {"tenant": "acme", "user": "dana"}}
+        )
+        if isinstance(s.event, MemoryRecallEvent) and "Berlin" in (s.event.query_preview or "")
+    )
+    event = stored.event
+    assert isinstance(event, MemoryRecallEvent)
+    url = reverse("dashboard:recall_event", args=[stored.id])
+    gone, dropped = event.record_ids[-1], event.record_ids[-2]
+    demo_store.invalidate(dropped, "out of date")
+    demo_store.delete(gone)
+    [fresh] = demo_store.write(
+        [
+            {
+                "scope": {"tenant": "acme", "user": "dana"},
+                "kind": "fact",
+                "content": "Dana flies to Berlin in May.",
+                "provenance": {"source": "test"},
+            }
+        ]
+    )
+    logged = len(demo_store.query_events({"limit": 10_000, "include_previews": True}))
+    heard: list[object] = []
+    demo_store.add_sink(heard.append)
+    page = admin.get(url)
+    assert 'name="replay" value="1"' in page.content.decode() and 'id="replay-summary"' not in page.content.decode()
+    response = admin.get(url + "?replay=1")
+    assert response.status_code == 200
+    html = response.content.decode()
+    added = html.split('id="replay-added"')[1].split("</ul>")[0]
+    removed = html.split('id="replay-removed"')[1].split("</ul>")[0]
+    assert fresh.id in added and "written after the recall" in added
+    assert dropped in removed and "invalidated since" in removed
+    assert gone in removed and "deleted or erased since" in removed
+    assert len(demo_store.query_events({"limit": 10_000, "include_previews": True})) == logged  # not logged
+    assert heard == []  # not even the store's sinks hear of it
+    fragment = admin.get(url + "?replay=1", **HTMX).content.decode()
+    assert fragment.lstrip().startswith('<section id="replay"') and "<html" not in fragment
+    assert admin.get(url + "?replay=1&bogus=2").status_code == 400

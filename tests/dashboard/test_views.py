@@ -294,3 +294,37 @@ def test_selected_facet_can_be_removed(admin: Client) -> None:
     assert 'aria-label="Remove user=dana from the scope"' in html
     assert "scope=tenant%3Dacme&amp;" in html or 'scope=tenant%3Dacme"' in html
     assert 'aria-label="Remove tenant=acme' not in html
+
+
+def test_a_record_as_of_shows_its_state_and_chain_then(admin: Client, demo_store: InMemoryMemoryStore) -> None:
+    espresso = find(demo_store, "tenant=acme,user=dana", "Dana drinks espresso, no milk.")
+    assert espresso.invalid_at is not None and espresso.superseded_by
+    url = reverse("dashboard:record", args=[espresso.id])
+    assert 'id="as-of-banner"' not in body(admin.get(url))
+    before = espresso.invalid_at - timedelta(minutes=1)
+    html = body(admin.get(url + f"?as_of={before:%Y-%m-%dT%H:%M}"))
+    banner = html.split('id="as-of-banner"')[1].split("</p>")[0]
+    assert f"{before:%Y-%m-%d %H:%M} UTC" in banner and "Show the record now" in banner
+    head = html.split('<header class="page-head">')[1].split("</header>")[0]
+    assert "badge-live" in head and "superseded" not in head  # its state then, not now
+    assert f'class="version current then" id="v-{espresso.id}"' in html
+    assert f"/records/{espresso.superseded_by}/?as_of={before:%Y-%m-%dT%H:%M}" in html  # the chain keeps the moment
+    after = espresso.invalid_at + timedelta(minutes=1)
+    html = body(admin.get(url + f"?as_of={after:%Y-%m-%dT%H:%M}"))
+    note = html.split('id="as-of-version"')[1].split("</p>")[0]
+    assert espresso.superseded_by in note and "version live" in note
+    earlier = espresso.created_at - timedelta(days=1)
+    html = body(admin.get(url + f"?as_of={earlier:%Y-%m-%dT%H:%M}"))
+    assert "badge-unwritten" in html and "this record was written later" in html
+    bad = admin.get(url + "?as_of=yesterday")
+    assert (
+        bad.status_code == 400 and "Enter a valid date/time" in bad.content.decode() and "<nav" in bad.content.decode()
+    )
+    assert admin.get(url + "?bogus=1").status_code == 400
+
+
+def test_browse_as_of_links_records_at_the_same_moment(admin: Client, demo_store: InMemoryMemoryStore) -> None:
+    decaf = find(demo_store, "tenant=acme,user=dana", "decaf")
+    moment = (decaf.created_at + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M")
+    html = body(admin.get(browse_url(scope="tenant=acme,user=dana", key="drink", as_of=moment)))
+    assert f'href="/records/{decaf.id}/?as_of={moment}"' in html

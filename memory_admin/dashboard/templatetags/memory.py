@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django import template
@@ -29,6 +29,12 @@ def record_state(record: MemoryRecord, at: datetime | None = None) -> str:
     """``superseded``, ``invalidated``, ``expired`` or ``live`` — now, or at ``at``
     (an as-of listing), where it may also be ``unwritten``."""
     return state_at(record, at or utc_now())
+
+
+@register.filter
+def as_of_query(moment: datetime | None) -> str:
+    """``?as_of=2026-10-27T14:30`` for a link that keeps an as-of moment (``""`` without one)."""
+    return f"?as_of={moment.astimezone(UTC):%Y-%m-%dT%H:%M}" if moment is not None else ""
 
 
 BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")

@@ -1,24 +1,52 @@
 """``/audit/`` — who did what, when, to which ids or scope, why, with what counts;
-``/audit/<n>/`` — one entry (an erasure's or deletion's receipt). Curators and up,
-confined to their grants. Entries never hold memory content."""
+``/audit/<n>/`` — one entry (an erasure's or deletion's receipt); ``/audit/export.csv``
+and ``/audit/export.jsonl`` — every entry the log's filters select (the same query
+string), streamed, itself noted in the log. Curators and up, confined to their grants.
+Entries never hold memory content."""
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from memory_admin.dashboard.audit import MAX_SCAN, entries_for, visible_entry
+from memory_admin.dashboard.audit import (
+    EXPORT_COLUMNS,
+    entries_for,
+    export_object,
+    export_rows,
+    export_started,
+    visible_entries,
+    visible_entry,
+)
+from memory_admin.dashboard.errors import ErrorPage, render_error
+from memory_admin.dashboard.export import csv_table, json_lines
 from memory_admin.dashboard.forms import AuditLogForm
 from memory_admin.dashboard.models import AuditEntry
-from memory_admin.dashboard.permissions import Ability, Access, NotVisible, access_for
+from memory_admin.dashboard.permissions import Ability, Access, AmbiguousScope, NotVisible, access_for
 from memory_admin.dashboard.views.common import HtmxHttpRequest, query_page, render_region
-from memory_admin.scope import TENANT_KEY
+from memory_admin.dashboard.views.export import counted, download
+from memory_admin.scope import Scope, format_scope
 
 LOG = "dashboard/audit.html"
 ENTRY = "dashboard/audit_entry.html"
 PAGE = 50
+EXPORTS: dict[str, tuple[str, Callable[[Iterable[AuditEntry]], Iterator[str]]]] = {
+    "csv": (
+        "text/csv; charset=utf-8",
+        lambda entries: csv_table([name for name, _ in EXPORT_COLUMNS], export_rows(entries)),
+    ),
+    "jsonl": (
+        "application/x-ndjson; charset=utf-8",
+        lambda entries: json_lines(json.dumps(export_object(e), ensure_ascii=False) for e in entries),
+    ),
+}
 
 
 @require_GET
@@ -28,31 +56,82 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
 
 
 def _log_context(access: Access, form: AuditLogForm) -> dict[str, Any]:
-    before = form.cleaned_data["before"]
-    if form.filtering:
-        entries, older = _filtered(access, form, before)
-    else:
-        entries, older = entries_for(access, before=before, limit=PAGE)
-    return {"access": access, "entries": entries, "older": older, "filtering": form.filtering}
+    entries, older = entries_for(
+        access,
+        entries=form.narrow(AuditEntry.objects.all()),
+        keep=lambda entry: form.matches(entry.scope),
+        before=form.cleaned_data["before"],
+        limit=PAGE,
+    )
+    return {
+        "access": access,
+        "entries": entries,
+        "older": older,
+        "filtering": form.filtering,
+        "export_query": _export_query(form),
+    }
 
 
-def _filtered(access: Access, form: AuditLogForm, before: int | None) -> tuple[list[AuditEntry], int | None]:
-    """A page of the entries the filters select, confined as the unfiltered log is;
-    like it, a scan that stops at its bound goes on from where it stopped."""
-    rows = form.narrow(AuditEntry.objects.all())
-    if before is not None:
-        rows = rows.filter(id__lt=before)
-    if not access.all_tenants:
-        rows = rows.filter(tenant__in={grant[TENANT_KEY] for grant in access.grants})
-    shown: list[AuditEntry] = []
-    scanned, last_id = 0, None
-    for entry in rows[:MAX_SCAN].iterator():
-        scanned, last_id = scanned + 1, entry.id
-        if (access.all_tenants or access.allows(entry.scope)) and form.matches(entry.scope):
-            if len(shown) == PAGE:
-                return shown, shown[-1].id
-            shown.append(entry)
-    return shown, last_id if scanned == MAX_SCAN else None
+def _export_query(form: AuditLogForm) -> str:
+    """The log's filters as an export's query string (every page: no cursor)."""
+    params = form.params.copy()
+    params.pop("before", None)
+    return params.urlencode()
+
+
+@require_GET
+def audit_export_csv(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
+    return audit_export(request, "csv")
+
+
+@require_GET
+def audit_export_jsonl(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
+    return audit_export(request, "jsonl")
+
+
+def audit_export(request: HtmxHttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
+    """Every entry the log's filters select, within the viewer's grants, from the
+    newest; the download is itself an audit entry (coalesced per minute, as memory
+    exports are)."""
+    access = access_for(request)
+    access.require(Ability.CURATE)
+    form = AuditLogForm(request.GET)
+    if not form.is_valid():
+        problems = "; ".join(f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items())
+        return render_error(
+            request, ErrorPage(400, "That export is not valid", problems, "Fix the filters and export again.")
+        )
+    scope = _export_scope(access, form.cleaned_data["scope"])
+    if isinstance(scope, ErrorPage):
+        return render_error(request, scope)
+    entries = visible_entries(access, form.narrow(AuditEntry.objects.all()), lambda entry: form.matches(entry.scope))
+    first = next(entries, None)  # read before this export's own entry is written: it is not in the file
+    stream = chain([first] if first is not None else [], entries)
+    entry = export_started(access, scope, fmt, action=AuditEntry.Action.EXPORT_AUDIT)
+    content_type, render = EXPORTS[fmt]
+    return download(render(counted(entry, stream, "entries")), content_type, _filename(scope, fmt))
+
+
+def _export_scope(access: Access, requested: Scope | None) -> Scope | ErrorPage | None:
+    """The scope the export's own entry names: the filter's (confined to the grants),
+    the one grant, or — for an admin without a filter — none (every tenant)."""
+    if requested is None:
+        if access.all_tenants:
+            return None
+        if len(access.grants) == 1:
+            return access.grants[0]
+        options = ", ".join(format_scope(grant) for grant in access.grants)
+        return ErrorPage(400, "Pick a scope to export", f"Filter the log by one of your grants first: {options}.")
+    try:
+        return access.resolve(requested).scope  # NotVisible (outside every grant) is a 404
+    except AmbiguousScope as exc:
+        options = ", ".join(format_scope(option) for option in exc.options)
+        return ErrorPage(400, "That scope spans several of your grants", f"Export one of: {options}.")
+
+
+def _filename(scope: Scope | None, fmt: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", format_scope(scope) if scope else "every-tenant").strip("-")[:80]
+    return f"audit-{name}-{timezone.now():%Y%m%d-%H%M}.{fmt}"
 
 
 @require_GET

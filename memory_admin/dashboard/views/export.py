@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
+from typing import TypeVar
 
 from django.http import HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
@@ -63,9 +64,14 @@ def export(request: HtmxHttpRequest, fmt: str) -> HttpResponse | StreamingHttpRe
     content_type, render = FORMATS[fmt]
     stream = chain([first] if first is not None else [], records)
     entry = export_started(access, scope, fmt, backend=store.capabilities().backend)
-    response = StreamingHttpResponse(render(_counted(entry, stream)))
+    return download(render(counted(entry, stream, "records")), content_type, _filename(scope, fmt))
+
+
+def download(chunks: Iterator[str], content_type: str, filename: str) -> StreamingHttpResponse:
+    """A streamed attachment that no cache keeps."""
+    response = StreamingHttpResponse(chunks)
     response["Content-Type"] = content_type
-    response["Content-Disposition"] = f'attachment; filename="{_filename(scope, fmt)}"'
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     response["Cache-Control"] = "no-store"
     return response
 
@@ -80,20 +86,26 @@ def _export_scope(store: AdminMemoryStore, access: Access, requested: Scope | No
     return ErrorPage(400, "That scope spans several of your grants", f"Export one of: {options}.")
 
 
-def _counted(entry: AuditEntry, records: Iterator[MemoryRecord]) -> Iterator[MemoryRecord]:
-    """``records``, counted into ``entry``, which closes when the download ends."""
+Item = TypeVar("Item")
+
+
+def counted(entry: AuditEntry, items: Iterator[Item], noun: str) -> Iterator[Item]:
+    """``items``, counted into ``entry`` (as ``noun``), which closes when the download ends."""
     count = 0
+    outcome, error = AuditEntry.Outcome.DONE, ""
     try:
-        for record in records:
+        for item in items:
             count += 1
-            yield record
+            yield item
     except GeneratorExit:
-        finish(entry, AuditEntry.Outcome.FAILED, error=f"the download stopped after {count} records", records=count)
+        outcome, error = AuditEntry.Outcome.FAILED, f"the download stopped after {count} {noun}"
         raise
     except Exception as exc:
-        finish(entry, AuditEntry.Outcome.FAILED, error=describe(exc), records=count)
+        outcome, error = AuditEntry.Outcome.FAILED, describe(exc)
         raise
-    finish(entry, AuditEntry.Outcome.DONE, records=count)
+    finally:
+        entry.counts = {**entry.counts, noun: count}
+        finish(entry, outcome, error=error)
 
 
 def _filename(scope: Scope, fmt: str) -> str:

@@ -1,4 +1,5 @@
-"""``/recall/`` — recall events over time; ``/recall/events/<id>/`` — one recall;
+"""``/recall/`` — recall events over time; ``/recall/events/<id>/`` — one recall (with
+``?replay=1``, also run again against today's store and diffed, not logged);
 ``/recall/preview/`` — run a recall without logging it.
 
 The graphs are drawn by the vendored Chart.js from the same numbers the page shows as
@@ -13,7 +14,8 @@ from typing import Any
 from django.http import HttpResponse, QueryDict
 from django.views.decorators.http import require_GET
 
-from memory_admin.dashboard.forms import PreviewForm, RecallForm
+from memory_admin.dashboard.errors import ErrorPage, render_error
+from memory_admin.dashboard.forms import MAX_PREVIEW_BUDGET, PreviewForm, RecallEventForm, RecallForm
 from memory_admin.dashboard.permissions import Access, NotVisible, access_for
 from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
 from memory_admin.dashboard.views.common import HtmxHttpRequest, event_store, query_page, render_region
@@ -23,6 +25,7 @@ from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RAT
 from memory_admin.records import utc_now
 from memory_admin.reports.recall_entries import account_recall, redact_block
 from memory_admin.reports.recall_stats import MAX_EVENTS, SMALL_SAMPLE, EventScan, read_recall_events, summarize
+from memory_admin.reports.replay import replay_event
 from memory_admin.scope import Scope, format_scope
 from memory_admin.store import AdminMemoryStore, EventLogStore
 
@@ -110,20 +113,30 @@ def recall_event(request: HtmxHttpRequest, event_id: int) -> HttpResponse:
     stored = store.get_event(event_id)
     if stored is None or not isinstance(stored.event, MemoryRecallEvent) or not access.allows(stored.event.scope):
         raise NotVisible(f"Recall event {event_id}")
+    form = RecallEventForm(request.GET)
+    if not form.is_valid():
+        problems = " ".join(str(error) for errors in form.errors.values() for error in errors)
+        return render_error(request, ErrorPage(400, "That request is not valid", problems))
     event = stored.event
+    replaying = bool(form.cleaned_data["replay"])
     context = {
         "access": access,
         "stored": stored,
         "event": event,
         "scope_text": format_scope(event.scope),
         "account": account_recall(store, access.allows, event),
-        "replay": {
+        "rerun": {
             "scope": format_scope(event.scope),
             "agent": event.agent or "",
             "message": event.query_preview or "",
+            # the preview takes budgets in its own range; outside it, the preview's default
+            **({"budget": event.budget_chars} if event.budget_chars <= MAX_PREVIEW_BUDGET else {}),
         },
+        # read-only and not logged: the replay's event goes to a sink of its own
+        "replay": replay_event(store, access.allows, event) if replaying else None,
     }
-    return render_region(request, EVENT, "event", context)
+    region = "replay" if replaying and request.htmx else "event"
+    return render_region(request, EVENT, region, context)
 
 
 @require_GET
@@ -167,5 +180,5 @@ def _preview(store: AdminMemoryStore, access: Access, form: PreviewForm) -> dict
         "report": result.report,
         "recall_block": block,  # not "block": templates reserve that name
         "hidden": hidden,
-        "account": account_recall(store, access.allows, result.report),
+        "account": account_recall(store, access.allows, result, message=data["message"] or None),
     }

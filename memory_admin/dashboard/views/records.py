@@ -1,12 +1,16 @@
-"""``/records/<id>/`` — one record, every field, and its invalidation chain as a timeline."""
+"""``/records/<id>/`` — one record, every field, and its invalidation chain as a timeline;
+``?as_of=`` shows the record's state and its chain's at that moment, as the browser does."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
+from memory_admin.dashboard.errors import ErrorPage, render_error
+from memory_admin.dashboard.forms import RecordForm
 from memory_admin.dashboard.permissions import Ability, Access, access_for
 from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, render_region
 from memory_admin.records import MemoryRecord, utc_now
@@ -22,13 +26,29 @@ def record_detail(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     access = access_for(request)
     store = admin_store()
     record = access.visible_record(store.get(record_id), record_id)
-    return render_region(request, TEMPLATE, "timeline", record_context(store, access, record))
+    form = RecordForm(request.GET)
+    if not form.is_valid():
+        problems = " ".join(str(error) for errors in form.errors.values() for error in errors)
+        return render_error(request, ErrorPage(400, "That request is not valid", problems, "Fix the as-of time."))
+    context = record_context(store, access, record, as_of=form.cleaned_data["as_of"], form=form)
+    return render_region(request, TEMPLATE, "timeline", context)
 
 
-def record_context(store: AdminMemoryStore, access: Access, record: MemoryRecord) -> dict[str, Any]:
-    """The record page's context: the record, its chain timeline and what the user may do."""
-    timeline = build_timeline(store.chain(record.id), record.id, lambda r: access.allows(r.scope))
+def record_context(
+    store: AdminMemoryStore,
+    access: Access,
+    record: MemoryRecord,
+    *,
+    as_of: datetime | None = None,
+    form: RecordForm | None = None,
+) -> dict[str, Any]:
+    """The record page's context: the record, its chain timeline (with each version's
+    state at ``as_of``, when given) and what the user may do."""
+    timeline = build_timeline(store.chain(record.id), record.id, lambda r: access.allows(r.scope), at=as_of)
     return {
+        "as_of": as_of,
+        "as_of_form": form or RecordForm(),
+        "live_then": next((version for version in timeline if version.live_then), None),
         "access": access,
         "record": record,
         "scope_text": format_scope(record.scope),
