@@ -308,7 +308,7 @@ def report(results: Sequence[dict[str, Any]], command: str) -> str:
             "| measure | value |",
             "| --- | ---: |",
             f"| model load, first query included (s) | {figures['load_s']:.2f} |",
-            f"| documents embedded per second (batches of 32, 2 cores) | {figures['docs_per_s']:.0f} |",
+            f"| documents embedded per second (the embedder's own batches, 2 cores) | {figures['docs_per_s']:.0f} |",
             f"| RSS after the run (MB) / growth from loading and embedding | {figures['rss_mb']:.0f} / "
             f"{figures['rss_growth_mb']:.0f} |",
             f"| keyword search p50 / p99 (ms) | {lat['keyword']['p50']:.2f} / {lat['keyword']['p99']:.2f} |",

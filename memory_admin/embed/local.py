@@ -52,7 +52,9 @@ class OnnxEmbedder(BaseEmbedder):
     its package) waits for the first use. ``threads`` caps onnxruntime's intra-op pool
     (default: ``MEMORY_EMBEDDER_THREADS`` or 2, the size these machines have); the memory
     arena is off, which keeps RSS near the weights' size at no measurable speed cost for
-    batches this small.
+    batches this small. Batches are of 8 texts: on two cores they embed as fast as 32 (or
+    faster: a batch pads to its longest text), and the activations of a batch of 32
+    corpus records cost 150 MB more at their peak (64: 380 MB).
     """
 
     def __init__(
@@ -65,7 +67,7 @@ class OnnxEmbedder(BaseEmbedder):
         max_tokens: int = DEFAULT_MAX_TOKENS,
         query_prefix: str = "",
         document_prefix: str = "",
-        batch_size: int = 32,
+        batch_size: int = 8,
         threads: int | None = None,
     ) -> None:
         self._model_path = model_path

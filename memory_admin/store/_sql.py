@@ -102,9 +102,6 @@ class Dialect(ABC):
     def json_param(self) -> str:
         """The placeholder of a parameter stored in a JSON column."""
 
-    vector_key: str
-    """The vectors table's primary key."""
-
     def id_param(self, record_id: str) -> Any:
         """A record id as the ``id`` column stores it."""
         return record_id
@@ -540,7 +537,7 @@ def insert_vectors_op(d: Dialect, vectors: Sequence[tuple[str, bytes]]) -> Op[No
     if vectors:
         yield Statement(
             f"INSERT INTO memory_vectors (scope_id, {d.key}, vec) SELECT scope_id, {d.key}, {d.p} "
-            f"FROM memory_records WHERE id = {d.p} ON CONFLICT ({d.vector_key}) DO UPDATE SET vec = excluded.vec",
+            f"FROM memory_records WHERE id = {d.p} ON CONFLICT ({d.key}) DO UPDATE SET vec = excluded.vec",
             [(blob, d.id_param(record_id)) for record_id, blob in vectors],
             many=True,
         )
@@ -628,9 +625,10 @@ class SqlSession(ABC):
                 found.append(cached)
         if stale:
             d = self.dialect
-            among, among_params = d.one_of("scope_id", stale)
+            among, among_params = d.one_of("r.scope_id", stale)
             rows = yield Statement(
-                f"SELECT scope_id, {d.key}, vec FROM memory_vectors WHERE {among} ORDER BY scope_id",
+                f"SELECT r.scope_id, v.{d.key}, v.vec FROM memory_records r "
+                f"JOIN memory_vectors v ON v.{d.key} = r.{d.key} WHERE {among}",
                 among_params,
                 raw=True,
             )

@@ -111,7 +111,6 @@ MIGRATIONS: list[str] = [
         scope_id bigint NOT NULL,
         vec      bytea NOT NULL
     );
-    CREATE INDEX memory_vectors_scope ON memory_vectors (scope_id);
     -- every change to a scope's vectors stamps the scope with a never repeating number,
     -- so a process's copy of those vectors knows when it is stale
     ALTER TABLE memory_scopes ADD COLUMN vec_version bigint NOT NULL DEFAULT 0;

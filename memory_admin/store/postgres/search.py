@@ -53,7 +53,6 @@ class PostgresDialect(Dialect):
     p = "%s"
     key = "seq"
     true = "TRUE"
-    vector_key = "seq"
 
     def to_db_time(self, value: datetime) -> datetime:
         return value

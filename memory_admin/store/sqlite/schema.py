@@ -165,22 +165,22 @@ MIGRATIONS.append(
     # 6: vectors beside their records (one int8 blob each, gone with the record) and the
     # store's settings (which model made the vectors)
     """
-    -- clustered by scope: a search reads its scopes' vectors as contiguous runs
+    -- keyed like the records (appends fill whole pages); the scope id is kept for the
+    -- stamp below, a scope's vectors are read through the records' scope index
     CREATE TABLE memory_vectors (
+        rid      INTEGER PRIMARY KEY,
         scope_id INTEGER NOT NULL,
-        rid      INTEGER NOT NULL,
-        vec      BLOB NOT NULL,
-        PRIMARY KEY (scope_id, rid)
-    ) WITHOUT ROWID;
+        vec      BLOB NOT NULL
+    );
     CREATE TABLE memory_settings (
         name  TEXT PRIMARY KEY,
         value TEXT NOT NULL
     ) WITHOUT ROWID;
     CREATE TRIGGER memory_records_vectors_ad AFTER DELETE ON memory_records BEGIN
-        DELETE FROM memory_vectors WHERE scope_id = old.scope_id AND rid = old.rid;
+        DELETE FROM memory_vectors WHERE rid = old.rid;
     END;
     CREATE TRIGGER memory_records_vectors_au AFTER UPDATE OF scope_id ON memory_records BEGIN
-        UPDATE memory_vectors SET scope_id = new.scope_id WHERE scope_id = old.scope_id AND rid = old.rid;
+        UPDATE memory_vectors SET scope_id = new.scope_id WHERE rid = old.rid;
     END;
     -- every change to a scope's vectors stamps the scope with a store-wide, never
     -- repeating number, so a process's copy of those vectors knows when it is stale

@@ -48,7 +48,6 @@ class SqliteDialect(Dialect):
     p = "?"
     key = "rid"
     true = "1"
-    vector_key = "scope_id, rid"
 
     def to_db_time(self, value: datetime) -> int:
         return now_us(value)
