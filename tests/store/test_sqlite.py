@@ -13,7 +13,7 @@ import pytest
 from memory_admin.conformance import FakeClock, MemoryStoreConformance
 from memory_admin.errors import MemoryStoreError, SchemaVersionError
 from memory_admin.store import FullMemoryStore, SqliteMemoryStore, open_store
-from memory_admin.store.sqlite import MIGRATIONS, SCHEMA_VERSION
+from memory_admin.store.sqlite import MIGRATIONS, SCHEMA_VERSION, terms
 from memory_admin.store.sqlite.session import id_key
 
 U1 = {"tenant": "acme", "user": "u1"}
@@ -47,7 +47,9 @@ def write_one(store: SqliteMemoryStore, content: str, **extra: Any) -> str:
 
 
 def raw(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(path, isolation_level=None)
+    conn = sqlite3.connect(path, isolation_level=None)
+    terms.register(conn)  # the index's triggers compute its terms in Python
+    return conn
 
 
 # --- file, journal and schema --------------------------------------------------------

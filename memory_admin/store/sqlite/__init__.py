@@ -32,6 +32,7 @@ from memory_admin.store.base import (
     Mode,
     full_capabilities,
 )
+from memory_admin.store.sqlite import terms
 from memory_admin.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, statements
 from memory_admin.store.sqlite.search import (
     Search,
@@ -79,6 +80,7 @@ class SqliteMemoryStore(BaseMemoryStore):
     def _connect(self) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False)
+            terms.register(conn)  # the index's match terms are computed in Python
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
@@ -183,15 +185,15 @@ class SqliteMemoryStore(BaseMemoryStore):
                 found = int(conn.execute("PRAGMA user_version").fetchone()[0])
                 if found > target:
                     raise SchemaVersionError(str(self.path), found, target)
-                if found == target:
-                    return
-                conn.execute("BEGIN IMMEDIATE")
-                found = int(conn.execute("PRAGMA user_version").fetchone()[0])
-                for version in range(found + 1, target + 1):
-                    for statement in statements(migrations[version - 1]):
-                        conn.execute(statement)
-                    conn.execute(f"PRAGMA user_version = {version}")
-                conn.execute("COMMIT")
+                if found < target:
+                    conn.execute("BEGIN IMMEDIATE")
+                    found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+                    for version in range(found + 1, target + 1):
+                        for statement in statements(migrations[version - 1]):
+                            conn.execute(statement)
+                        conn.execute(f"PRAGMA user_version = {version}")
+                    conn.execute("COMMIT")
+                terms.rebuild_if_stale(conn)
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.rollback()
