@@ -9,10 +9,12 @@ never be FTS syntax. The index holds Python's own terms of each record (:mod:`.t
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from memory_admin.errors import MemoryStoreError
@@ -47,6 +49,16 @@ RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.sco
 DF_SAMPLE = 2000
 """Document frequencies above this are estimated from how far back the newest matches reach."""
 _SCORED_COLUMNS = "SELECT r.rid, r.content, r.tags, r.created_at, coalesce(r.observed_at, r.created_at)"
+
+
+DAY_US = 86_400_000_000
+
+
+@functools.lru_cache(maxsize=4096)
+def _day(index: int) -> datetime:
+    """The UTC midnight of a day (microseconds // :data:`DAY_US`): a record's date words
+    need only its day, and scoring a candidate should not build a datetime each time."""
+    return datetime.fromtimestamp(index * 86_400, UTC)
 
 
 def json_list(values: Iterable[Any]) -> str:
@@ -292,7 +304,7 @@ class Search:
                     if not isinstance(created, int):
                         raise TypeError(created)
                     listed = json.loads(tags) if tags else ()
-                    text = ranking.record_text(content, listed, self.d.from_db_time(stated))
+                    text = ranking.record_text(content, listed, _day(stated // DAY_US))
                 except (ValueError, TypeError, OverflowError, OSError):
                     yield from self._raise_corrupt(rid)
                 value = ranking.score_text(text, average, weights)
