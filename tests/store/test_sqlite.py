@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from contextlib import closing
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory_admin.conformance import FakeClock, MemoryStoreConformance
 from memory_admin.conformance.base import contents
@@ -350,6 +353,16 @@ STEMS = ("prefer", "happy", "run", "agree", "relate", "connect", "generous", "tr
 FOREIGN = "Zoë Ångström naïve façade Straße İstanbul Ærø пример примеры δοκιμή 東京 ソフト שלום مرحبا ๑๒๓ 🙂x"
 
 
+def _index_tokenizer() -> str:
+    """The tokenizer the index is declared with, in the latest migration that creates it."""
+    declared = r"CREATE VIRTUAL TABLE memory_fts USING fts5\(.*?tokenize=('[^']*')"
+    found = [match.group(1) for script in MIGRATIONS if (match := re.search(declared, script, re.S))]
+    return found[-1]
+
+
+INDEX_TOKENIZER = _index_tokenizer()
+
+
 def _generated_texts() -> list[str]:
     words = [stem + suffix for stem in STEMS for suffix in SUFFIXES]
     texts = [" ".join(words[n : n + 7]) for n in range(0, len(words), 7)]
@@ -429,3 +442,15 @@ def test_a_file_indexed_under_another_stemmer_is_rebuilt_when_opened(tmp_path: P
     with closing(raw(path)) as conn:
         assert conn.execute("SELECT identity FROM memory_fts_terms").fetchone() == (TERMS_IDENTITY,)
         conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30))
+def test_the_index_tokenizer_splits_python_s_terms_only_at_the_spaces(text: str) -> None:
+    """Any script, any character: the index takes Python's terms exactly as they are."""
+    terms = tokenize(text)
+    with closing(sqlite3.connect(":memory:")) as conn:
+        conn.execute(f"CREATE VIRTUAL TABLE probe USING fts5(terms, tokenize={INDEX_TOKENIZER}, detail=column)")
+        conn.execute("CREATE VIRTUAL TABLE probe_terms USING fts5vocab(probe, row)")
+        conn.execute("INSERT INTO probe (terms) VALUES (?)", [" ".join(terms)])
+        assert sorted(term for (term,) in conn.execute("SELECT term FROM probe_terms")) == sorted(set(terms))

@@ -1,7 +1,8 @@
 """The SQLite backend: the embedded default.
 
 One file of its own (never shared with the dashboard's tables), WAL, a busy timeout,
-``BEGIN IMMEDIATE`` for every write, an FTS5 external-content index, and a
+``BEGIN IMMEDIATE`` for every write, an FTS5 external-content index over terms Python
+computes (:mod:`.terms`, registered on every connection), and a
 ``PRAGMA user_version`` migration ladder from 1 (:mod:`.schema`). Search lives in
 :mod:`.search`; this module holds the connections, the dialect and the primitives.
 

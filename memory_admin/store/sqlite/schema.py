@@ -164,7 +164,8 @@ MIGRATIONS.append(
 MIGRATIONS.append(
     # the index holds Python's match terms (stems, and the day a record was stated):
     # ``memory_terms`` is registered on every connection (.terms); the hidden meta
-    # column is unchanged; the terms' identity is recorded so a stemmer change rebuilds
+    # column holds the same tokens as before; the terms' identity is recorded so a
+    # stemmer change rebuilds
     """
     DROP TRIGGER memory_records_ad;
     DROP TRIGGER memory_records_au;
@@ -177,7 +178,10 @@ MIGRATIONS.append(
     CREATE VIRTUAL TABLE memory_fts USING fts5(
         terms, meta,
         content='memory_fts_source', content_rowid='rid',
-        tokenize='unicode61 remove_diacritics 2',
+        -- terms are already folded and hold only letters and digits: 'ascii' splits them
+        -- exactly at the spaces (every non-ASCII character is a token character), where
+        -- unicode61 would fold a few again (µ to μ) by its own Unicode tables
+        tokenize='ascii',
         detail=column, columnsize=0
     );
     INSERT INTO memory_fts (memory_fts) VALUES ('rebuild');
