@@ -5,7 +5,7 @@ and the index must hold exactly the terms the other backends match on. So every
 connection that reads the index's content or changes the records registers
 ``memory_terms(content, tags, stated_us)``: a record's
 :func:`~memory_admin.store.ranking.record_text` terms, space-joined, which the index's
-``unicode61`` tokenizer then only splits at the spaces. The view the external-content
+``ascii`` tokenizer then splits exactly at the spaces. The view the external-content
 index reads and the triggers that delete from it call it, so an insert, a delete and a
 rebuild all see the same terms.
 
