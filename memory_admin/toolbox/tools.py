@@ -131,7 +131,10 @@ class SearchArgs(ReadFilters):
     query: str | None = Field(
         default=None,
         max_length=MAX_TOOL_QUERY_CHARS,
-        description="Keywords to look for (whole words; no stemming: 'seat' does not find 'seats').",
+        description=(
+            "Keywords to look for (whole words; English word forms match: 'seat' finds 'seats'; "
+            "a date such as '8 May 2023' finds what was stated that day)."
+        ),
     )
 
     @model_validator(mode="after")
