@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_admin.errors import MemoryStoreError, SchemaVersionError
+from memory_admin.store.sqlite import terms
 from memory_admin.store.sqlite.schema import SCHEMA_VERSION
+from memory_admin.tokenize import TERMS_IDENTITY
 
 Progress = Callable[[int, int], object]
 """Called as ``progress(pages_done, pages_total)`` after every step of a copy."""
@@ -150,14 +152,17 @@ def check_sqlite(path: str | os.PathLike[str]) -> FileCheck:
     except sqlite3.Error as exc:
         raise BackupError(f"cannot open {path}: {exc}") from None
     try:
+        terms.register(conn)  # the index's content is its records' terms, computed in Python
         conn.execute("BEGIN")
         version = _memory_schema_version(conn, path)
         problems = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
         if problems != ["ok"]:
             raise BackupError(f"{path} fails its integrity check: {'; '.join(problems[:5])}", problems=problems[:20])
+        # rank 1: compare the index with the rows of its external content — unless it
+        # holds another stemmer's terms, which the store rebuilds when it opens the file
+        rank = 1 if terms.indexed_identity(conn) in (None, TERMS_IDENTITY) else 0
         try:
-            # rank 1: compare the index with the rows of its external content
-            conn.execute(f"INSERT INTO {_FTS_TABLE} ({_FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
+            conn.execute(f"INSERT INTO {_FTS_TABLE} ({_FTS_TABLE}, rank) VALUES ('integrity-check', ?)", [rank])
         except sqlite3.Error as exc:
             raise BackupError(f"{path}: the full-text index does not match the records ({exc}).") from None
         counts = _counts(conn)

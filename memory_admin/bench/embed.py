@@ -51,7 +51,7 @@ from memory_admin.embed import int8_scores, open_embedder, quantize_int8, rrf_fu
 from memory_admin.embed.fusion import CANDIDATES, KEYWORD_WEIGHT
 from memory_admin.embed.protocol import numpy
 from memory_admin.store import open_store
-from memory_admin.tokenize import unique_tokens
+from memory_admin.tokenize import unique_words
 
 K = 10
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
@@ -118,7 +118,7 @@ class PorterDateKeyword:
         self.db.executemany("INSERT INTO facts (rowid, content, conversation) VALUES (?, ?, ?)", rows)
 
     def search(self, conversation: str, text: str, limit: int) -> Hits:
-        tokens = unique_tokens(text)
+        tokens = unique_words(text)  # porter stems them itself
         if not tokens:
             return []
         expression = " OR ".join('"' + token.replace('"', '""') + '"' for token in tokens)

@@ -53,7 +53,7 @@ from memory_admin.recall import DEFAULT_BUDGET_CHARS, assemble_recall
 from memory_admin.records import MemoryRecord
 from memory_admin.scope import canonical_scope
 from memory_admin.store import BaseMemoryStore, open_store
-from memory_admin.tokenize import unique_tokens
+from memory_admin.tokenize import unique_words
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10)
@@ -279,7 +279,7 @@ class Fts5Baseline:
 
     def search(self, conversation: str, text: str) -> tuple[list[tuple[str, frozenset[str], str]], float]:
         started = time.perf_counter()
-        tokens = unique_tokens(text)
+        tokens = unique_words(text)  # the raw table indexes unstemmed words
         rows: list[tuple[str, str, str]] = []
         if tokens:
             expression = " OR ".join('"' + token.replace('"', '""') + '"' for token in tokens)

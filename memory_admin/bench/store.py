@@ -46,6 +46,7 @@ from memory_admin.store._sql import dumps, filter_tokens, scope_tokens
 from memory_admin.store.base import BaseMemoryStore
 from memory_admin.store.ids import from_value
 from memory_admin.store.sqlite import SqliteMemoryStore, sqlite_file_stats
+from memory_admin.store.sqlite import terms as sqlite_terms
 from memory_admin.tokenize import unique_tokens
 
 BATCH = 1000
@@ -253,6 +254,7 @@ class RawSqlite:
 
     def __init__(self, path: Path) -> None:
         self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        sqlite_terms.register(self.conn)  # the index's terms, as the store computes them
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = FULL")
         self.scope_ids: dict[str, int] = {}
@@ -298,8 +300,7 @@ class RawSqlite:
             rows,
         )
         self.conn.execute(
-            "INSERT INTO memory_fts (rowid, content, tags, meta) "
-            "SELECT rid, content, tags, meta FROM memory_fts_source WHERE rid >= ?",
+            "INSERT INTO memory_fts (rowid, terms, meta) SELECT rid, terms, meta FROM memory_fts_source WHERE rid >= ?",
             (first,),
         )
         counts: dict[int, int] = {}
@@ -316,11 +317,11 @@ class RawSqlite:
         now = int(time.time() * 1_000_000)
         return self.conn.execute(
             "SELECT r.id, r.content, r.created_at, f.score FROM ("
-            "  SELECT rowid AS rid, bm25(memory_fts, 1.0, 1.0, 0.0) AS score FROM memory_fts"
+            "  SELECT rowid AS rid, bm25(memory_fts, 1.0, 0.0) AS score FROM memory_fts"
             "  WHERE memory_fts MATCH ? ORDER BY score LIMIT ?) f "
             "JOIN memory_records r ON r.rid = f.rid "
             "WHERE r.invalid_at IS NULL AND (r.expires_at IS NULL OR r.expires_at > ?) ORDER BY f.score",
-            (f"(meta : ({pairs})) AND ({{content tags}} : ({words}))", limit, now),
+            (f"(meta : ({pairs})) AND (terms : ({words}))", limit, now),
         ).fetchall()
 
     def listing(self, scope: dict[str, str], limit: int = 10) -> list[tuple[Any, ...]]:

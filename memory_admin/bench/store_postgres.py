@@ -34,6 +34,7 @@ from memory_admin.store.postgres.search import (
     scope_pair_lexemes,
     scope_text_lexeme,
 )
+from memory_admin.store.ranking import record_text
 from memory_admin.tokenize import tokenize, unique_tokens
 
 STORE_SCHEMA = "memory_bench_store"
@@ -112,7 +113,7 @@ class RawPostgres:
                 for item in batch:
                     text = scope_json(item["scope"])
                     tags = item.get("tags") or []
-                    tokens = tokenize(item["content"]) + tokenize(" ".join(tags))
+                    tokens = tokenize(record_text(item["content"], tags, now))
                     positions: dict[str, list[str]] = {}
                     for index, token in enumerate(tokens, start=1):
                         positions.setdefault(lexeme(token), []).append(str(index))

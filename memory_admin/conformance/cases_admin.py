@@ -60,6 +60,11 @@ class ExtensionCases(ConformanceBase):
         preview = store.preview_erase(mei)
         assert preview.records == 2 and preview.mentions == [about_mei.id], "only other scopes, only this tenant"
         assert store.preview_erase({"tenant": "acme", "user": "zed"}).mentions == []
+        # a value whose stem stems again to another one ("increase" → "increas" → "increa")
+        valued = {"tenant": "acme", "user": "increase"}
+        store.write([rec("its own note", valued)])
+        [about_it] = store.write([rec("The increase was agreed.", U2)])
+        assert store.preview_erase(valued).mentions == [about_it.id], "the value's words, not their stems, are searched"
         report = store.erase(mei)
         assert report.mentions == [] and store.get(about_mei.id) is not None, "erasure leaves them to a person"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -12,11 +13,12 @@ from memory_admin.conformance.base import (
     ConformanceBase,
     rec,
 )
-from memory_admin.conformance.corpus import CORPUS, MATCH_CASES, MatchCase
+from memory_admin.conformance.corpus import CORPUS, DATED, MATCH_CASES, STATED, MatchCase
 from memory_admin.errors import (
     MemoryCorruptionError,
 )
 from memory_admin.store.protocol import FullMemoryStore
+from memory_admin.store.ranking import record_text
 from memory_admin.tokenize import tokenize
 
 
@@ -26,7 +28,12 @@ class MatchingCases(ConformanceBase):
     @pytest.fixture
     def corpus(self, raw_store: FullMemoryStore) -> dict[str, str]:
         self._needs(raw_store, search="keyword")
-        records = raw_store.write([rec(content, tags=list(tags)) for content, tags in CORPUS.values()])
+        records = raw_store.write(
+            [
+                rec(content, tags=list(tags), observed_at=DATED.get(label, STATED))
+                for label, (content, tags) in CORPUS.items()
+            ]
+        )
         return {record.id: label for label, record in zip(CORPUS, records, strict=True)}
 
     @pytest.mark.parametrize("case", MATCH_CASES, ids=[case.id for case in MATCH_CASES])
@@ -36,9 +43,20 @@ class MatchingCases(ConformanceBase):
         reference = {
             label
             for label, (content, tags) in CORPUS.items()
-            if set(tokenize(case.query)) & set(tokenize(content + " " + " ".join(tags)))
+            if set(tokenize(case.query))
+            & set(tokenize(record_text(content, tags, datetime.fromisoformat(DATED.get(label, STATED)))))
         }
-        assert reference == case.expected, "the case table agrees with tokenize()"
+        assert reference == case.expected, "the case table agrees with tokenize() and record_text()"
+
+    def test_a_record_found_by_its_date_ranks_by_it(self, store: FullMemoryStore) -> None:
+        store.write([rec("Dana moved to Lisbon", observed_at="2023-05-08T13:56:00+00:00"), rec("Lisbon has trams")])
+        store.write([rec(f"filler note {n}") for n in range(8)])
+        hits = store.search({"scope": U1, "query": "what happened on 8 May 2023", "limit": 5})
+        assert [h.record.content for h in hits] == ["Dana moved to Lisbon"]
+        assert hits[0].score is not None and hits[0].score > 0, "the date words count in BM25, not only in matching"
+        both = store.search({"scope": U1, "query": "Lisbon in May", "limit": 5})
+        assert [h.record.content for h in both] == ["Dana moved to Lisbon", "Lisbon has trams"]
+        assert both[0].score is not None and both[1].score is not None and both[0].score > both[1].score
 
     # === corruption: reported, never skipped ========================================
 

@@ -75,7 +75,7 @@ from memory_admin.store.session import (
     Slot,
     Unit,
 )
-from memory_admin.tokenize import unique_tokens
+from memory_admin.tokenize import unique_words
 
 T = TypeVar("T")
 
@@ -264,7 +264,7 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
     def _mentions(self, scope: Scope) -> Flow[list[str]]:
         """Records elsewhere in the tenant that name the scope's values (a dry run's
         advice, so a corrupt row on the way skips it rather than failing the preview)."""
-        words = sorted({t for k, v in scope.items() if k != TENANT_KEY for t in unique_tokens(v) if len(t) >= 3})
+        words = sorted({t for k, v in scope.items() if k != TENANT_KEY for t in unique_words(v) if len(t) >= 3})
         if not words:
             return []
         tenant = {TENANT_KEY: scope[TENANT_KEY]}

@@ -1,7 +1,7 @@
 """The in-memory backend: network-free, for tests and one-process use.
 
 It passes the whole conformance kit, ranks with the same BM25 formula SQLite's FTS5
-uses, and matches on the same :func:`~memory_admin.tokenize.tokenize`, so development
+uses, and matches on the same terms (:func:`~memory_admin.store.ranking.record_text`), so development
 on it behaves like production.
 """
 
@@ -42,7 +42,7 @@ class _Row:
 
 
 def _terms(record: MemoryRecord) -> Counter[str]:
-    return ranking.record_terms(record.content, record.tags)
+    return ranking.record_terms(record.content, record.tags, record.observed_at)
 
 
 @dataclass

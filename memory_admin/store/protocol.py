@@ -129,7 +129,8 @@ class MemoryStore(Protocol):
         """Scoped search; the scope filter is required.
 
         With ``query``: records sharing at least one :func:`~memory_admin.tokenize.tokenize`
-        token with it (content or tags), by relevance (BM25-family) then recency. Without:
+        term with it (content, tags or stated day: :func:`~memory_admin.store.ranking.record_text`),
+        by relevance (BM25-family) then recency. Without:
         a recency listing, newest first, ties in reverse batch order. Invalidated records
         are excluded unless ``include_invalidated``; expired records never appear.
         ``limit=0`` returns ``[]``; a negative limit or one above the backend's maximum

@@ -2,10 +2,10 @@
 constants, and facets from counts.
 
 The formula is Okapi BM25 as SQLite FTS5 computes it (k1 = 1.2, b = 0.75, an idf
-floor of 1e-6 for tokens in more than half the records), over the tokens of
-:func:`~memory_admin.tokenize.tokenize` in a record's content and tags. Rare tokens weigh
-more than common ones: a record matching the name a question is about outranks one
-matching three of its stopwords.
+floor of 1e-6 for tokens in more than half the records), over a record's terms
+(:func:`record_text`: the :func:`~memory_admin.tokenize.tokenize` terms of its content,
+its tags and the date it was stated). Rare tokens weigh more than common ones: a record
+matching the name a question is about outranks one matching three of its stopwords.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from memory_admin.scope import TENANT_KEY, Scope
@@ -50,9 +52,44 @@ def idf(documents: int, document_frequency: int) -> float:
     return value if value > 0 else IDF_FLOOR
 
 
-def record_terms(content: str, tags: Iterable[str]) -> Counter[str]:
-    """The bag of tokens a record is matched and ranked on."""
-    return Counter(tokenize(content + " " + " ".join(tags)))
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+
+
+@lru_cache(maxsize=4096)
+def _day_words(year: int, month: int, day: int) -> str:
+    return f"{day} {_MONTHS[month - 1]} {year}"
+
+
+def date_words(stated: datetime) -> str:
+    """The words of the (UTC) day a record was stated, ``8 may 2023``: a question about
+    "May 2023" or "the 8th" finds what was said then."""
+    day = stated.astimezone(UTC)
+    return _day_words(day.year, day.month, day.day)
+
+
+def record_text(content: str, tags: Iterable[str], stated: datetime) -> str:
+    """The text a record is matched and ranked on, in every backend: its content, its
+    tags and :func:`date_words` of its ``observed_at``. Its terms are this text's
+    :func:`~memory_admin.tokenize.tokenize`."""
+    return f"{content} {' '.join(tags)} {date_words(stated)}"
+
+
+def record_terms(content: str, tags: Iterable[str], stated: datetime) -> Counter[str]:
+    """The bag of terms a record is matched and ranked on (of :func:`record_text`)."""
+    return Counter(tokenize(record_text(content, tags, stated)))
 
 
 def score(terms: Mapping[str, int], length: int, average_length: float, weights: Mapping[str, float]) -> float:
@@ -72,7 +109,7 @@ def upper_bound(weights: Iterable[float]) -> float:
 
 
 def score_text(text: str, average_length: float, weights: Mapping[str, float]) -> float:
-    """BM25 of a text (a record's content and tags, space-joined) for these weights."""
+    """BM25 of a record's :func:`record_text` for these weights."""
     tokens = tokenize(text)
     norm = K1 * (1 - B + B * len(tokens) / (average_length or 1.0))
     total = 0.0

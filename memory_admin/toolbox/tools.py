@@ -131,7 +131,10 @@ class SearchArgs(ReadFilters):
     query: str | None = Field(
         default=None,
         max_length=MAX_TOOL_QUERY_CHARS,
-        description="What to look for: a question or keywords ('where does Dana work', 'window seat').",
+        description=(
+            "What to look for: a question or keywords ('where does Dana work', 'window seat'). Word forms "
+            "match ('seat' finds 'seats'), and a date such as '8 May 2023' finds what was stated that day."
+        ),
     )
 
     @model_validator(mode="after")

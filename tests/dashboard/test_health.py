@@ -16,6 +16,7 @@ from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.stores import reset_stores
 from memory_admin.reports import health
 from memory_admin.store import InMemoryMemoryStore, SqliteMemoryStore
+from memory_admin.store.sqlite import terms
 from tests.dashboard.conftest import MakeClient, find
 
 pytestmark = pytest.mark.django_db
@@ -137,6 +138,7 @@ def test_a_corrupt_row_is_listed_and_can_be_deleted(
         [{"scope": u1, "kind": "fact", "content": "Soon corrupt.", "provenance": {"source": "s"}}]
     )
     with sqlite3.connect(tmp_path / "memory.sqlite3") as raw:
+        terms.register(raw)  # the index's update trigger computes its terms in Python
         raw.execute("UPDATE memory_records SET kind = 'belief' WHERE rid = (SELECT max(rid) FROM memory_records)")
     officer = client_for("privacy-officer", "tenant=t")
     response = officer.get(health_url("tenant=t"))

@@ -28,6 +28,7 @@ from memory_admin.errors import (
 from memory_admin.store import FullMemoryStore, InMemoryMemoryStore, RecordListQuery, open_store
 from memory_admin.store._sql import pair_token
 from memory_admin.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresMemoryStore
+from memory_admin.tokenize import TERMS_IDENTITY
 from tests.postgres_cluster import REQUIRE_ALL_ENV, _unavailable, start_cluster
 
 pytestmark = pytest.mark.postgres
@@ -95,6 +96,30 @@ def test_newer_schema_is_refused_and_left_untouched(fresh_postgres_database: str
     assert "Upgrade memory_admin" in info.value.message
     assert _sql(fresh_postgres_database, "SELECT version FROM memory_schema") == [(SCHEMA_VERSION + 1,)]
     assert _sql(fresh_postgres_database, "SELECT content FROM memory_records") == [("from the future",)]
+
+
+def test_a_database_indexed_under_another_stemmer_is_reindexed_when_opened(fresh_postgres_database: str) -> None:
+    url = fresh_postgres_database
+    with PostgresMemoryStore(url) as store:
+        store.write([rec("Dana prefers aisle seats", observed_at="2023-05-08T10:00:00+00:00"), rec("a plain note")])
+        store.write([rec("elsewhere entirely", U2)])
+    indexed = "SELECT seq, tsv::text, n_tokens FROM memory_records ORDER BY seq"
+    counted = "SELECT scope_id, n_tokens FROM memory_scopes ORDER BY scope_id"
+    expected = (_sql(url, indexed), _sql(url, counted))
+    # as an older release left it: unstemmed words and no date (hidden lexemes kept)
+    _sql(
+        url,
+        "UPDATE memory_records SET n_tokens = 1, tsv = to_tsvector('simple', content) || array_to_tsvector("
+        "ARRAY(SELECT u.lexeme FROM unnest(tsv) AS u WHERE starts_with(u.lexeme, ':')))",
+    )
+    _sql(url, "UPDATE memory_scopes SET n_tokens = 7")
+    _sql(url, "UPDATE memory_terms_state SET identity = 'an older stemmer'")
+    assert _sql(url, "SELECT count(*) FROM memory_records WHERE tsv @@ 'prefer'::tsquery") == [(0,)]
+    assert (_sql(url, indexed), _sql(url, counted)) != expected
+    with PostgresMemoryStore(url) as reopened:
+        assert (_sql(url, indexed), _sql(url, counted)) == expected, "the terms and counts are this code's again"
+        assert texts(reopened.search({"scope": U1, "query": "prefer May"})) == ["Dana prefers aisle seats"]
+    assert _sql(url, "SELECT identity FROM memory_terms_state") == [(TERMS_IDENTITY,)]
 
 
 @pytest.mark.parametrize("code", [PostgresMemoryStore, _NewerCode], ids=["fresh-database", "one-step-behind"])

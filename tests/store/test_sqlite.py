@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import json
+import re
 import sqlite3
 import time
 from contextlib import closing
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory_admin.conformance import FakeClock, MemoryStoreConformance
+from memory_admin.conformance.base import contents
 from memory_admin.embed import Embedder
 from memory_admin.errors import MemoryStoreError, SchemaVersionError
+from memory_admin.records import MemoryRecord
 from memory_admin.store import FullMemoryStore, SqliteMemoryStore, open_store
-from memory_admin.store.sqlite import MIGRATIONS, SCHEMA_VERSION
+from memory_admin.store.ranking import record_text
+from memory_admin.store.sqlite import MIGRATIONS, SCHEMA_VERSION, terms
 from memory_admin.store.sqlite.session import id_key
+from memory_admin.tokenize import TERMS_IDENTITY, tokenize, words
 
 U1 = {"tenant": "acme", "user": "u1"}
 PROV = {"source": "test"}
@@ -48,7 +57,9 @@ def write_one(store: SqliteMemoryStore, content: str, **extra: Any) -> str:
 
 
 def raw(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(path, isolation_level=None)
+    conn = sqlite3.connect(path, isolation_level=None)
+    terms.register(conn)  # the index's triggers compute its terms in Python
+    return conn
 
 
 # --- file, journal and schema --------------------------------------------------------
@@ -93,6 +104,8 @@ def test_an_older_file_migrates_in_place(tmp_path: Path) -> None:
     record = current.get("mem_legacy")
     assert record is not None and record.provenance.source == "v1"
     assert [h.record.id for h in current.search({"scope": U1, "query": "release"})] == ["mem_legacy"]
+    assert [h.record.id for h in current.search({"scope": U1, "query": "released"})] == ["mem_legacy"], "stemmed"
+    assert [h.record.id for h in current.search({"scope": U1, "query": "January 2026"})] == ["mem_legacy"], "dated"
     assert current.count_records(U1).by_kind["preference"] == 1, "counters were backfilled"
     assert current.query_events({"types": ["agent.memory.search"]}), "the event table works"
     current.close()
@@ -331,3 +344,114 @@ def test_listings_across_many_scopes_match_the_reference(tmp_path: Path) -> None
     assert pages[0] == pages[1]
     assert len(pages[0]) == 150 and pages[0][0] == "b5 u24"
     sqlite.close()
+
+
+# --- the index's terms are Python's ----------------------------------------------------
+
+LOCOMO_DEV = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets" / "locomo" / "locomo-dev.json"
+SUFFIXES = ("", "s", "es", "ies", "ed", "ing", "ly", "ness", "ation", "ational", "ement", "ful", "ize", "izing", "'s")
+STEMS = ("prefer", "happy", "run", "agree", "relate", "connect", "generous", "travel", "seat", "city", "probe")
+FOREIGN = "Zoë Ångström naïve façade Straße İstanbul Ærø пример примеры δοκιμή 東京 ソフト שלום مرحبا ๑๒๓ 🙂x"
+
+
+def _index_tokenizer() -> str:
+    """The tokenizer the index is declared with, in the latest migration that creates it."""
+    declared = r"CREATE VIRTUAL TABLE memory_fts USING fts5\(.*?tokenize=('[^']*')"
+    found = [match.group(1) for script in MIGRATIONS if (match := re.search(declared, script, re.S))]
+    return found[-1]
+
+
+INDEX_TOKENIZER = _index_tokenizer()
+
+
+def _generated_texts() -> list[str]:
+    words = [stem + suffix for stem in STEMS for suffix in SUFFIXES]
+    texts = [" ".join(words[n : n + 7]) for n in range(0, len(words), 7)]
+    return [*texts, FOREIGN, "Flight LH-400 at 07:45, gate B12; 3.14 × 10^6 and v2.0.1-rc"]
+
+
+def _locomo_texts() -> list[str]:
+    if not LOCOMO_DEV.is_file():
+        pytest.skip("the LoCoMo dev split is not beside the project (../shared/datasets/locomo)")
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str) and value.strip():
+            found.append(value[:4000])
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(json.loads(LOCOMO_DEV.read_text(encoding="utf-8")))
+    return found
+
+
+@pytest.mark.parametrize("source", ["generated", "locomo-dev"])
+def test_the_index_holds_exactly_python_s_terms_for_every_record(tmp_path: Path, source: str) -> None:
+    texts = _generated_texts() if source == "generated" else _locomo_texts()
+    start = datetime(2019, 1, 1, tzinfo=UTC)
+    store = SqliteMemoryStore(tmp_path / "memory.sqlite3", persist_events=False)
+    written: list[MemoryRecord] = []
+    for first in range(0, len(texts), 1000):
+        items = [
+            {
+                "scope": U1,
+                "kind": "fact",
+                "content": text,
+                "provenance": PROV,
+                "tags": [f"Tag-{n % 7}", "séance"] if n % 3 == 0 else [],
+                "observed_at": (start + timedelta(hours=37 * n % 50_000)).isoformat(),
+            }
+            for n, text in enumerate(texts[first : first + 1000], start=first)
+        ]
+        written += store.write(items)
+    store.close()
+    expected = {id_key(r.id): set(tokenize(record_text(r.content, r.tags, r.observed_at))) for r in written}
+    with closing(raw(tmp_path / "memory.sqlite3")) as conn:
+        conn.execute("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, memory_fts, instance)")
+        rid_of = dict(conn.execute("SELECT id, rid FROM memory_records"))
+        indexed: dict[int, set[str]] = {}
+        for doc, term in conn.execute("SELECT doc, term FROM temp.terms WHERE col = 'terms'"):
+            indexed.setdefault(doc, set()).add(term)
+    vocabulary = set().union(*expected.values())
+    assert len(vocabulary) > (100 if source == "generated" else 3000), "a large vocabulary"
+    mismatched = [key for key, terms in expected.items() if indexed.get(rid_of[key], set()) != terms]
+    assert mismatched == [], f"{len(mismatched)} records are indexed under other terms than Python's"
+
+
+def test_a_file_indexed_under_another_stemmer_is_rebuilt_when_opened(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    store = SqliteMemoryStore(path)
+    write_one(store, "Dana prefers aisle seats")
+    store.close()
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        # an older release's terms: unstemmed words, and no date
+        conn.create_function("memory_terms", 3, lambda content, tags, stated: " ".join(words(f"{content} {tags}")))
+        conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
+        conn.execute("UPDATE memory_fts_terms SET identity = 'an older stemmer'")
+        assert conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'terms : prefer'").fetchone() == (
+            0,
+        )
+    reopened = SqliteMemoryStore(path)
+    assert contents(reopened.search({"scope": U1, "query": "prefer"})) == ["Dana prefers aisle seats"]
+    record = reopened.search({"scope": U1, "query": "seat"})[0].record
+    assert reopened.delete(record.id), "the delete trigger removes exactly the terms the rebuild indexed"
+    reopened.close()
+    with closing(raw(path)) as conn:
+        assert conn.execute("SELECT identity FROM memory_fts_terms").fetchone() == (TERMS_IDENTITY,)
+        conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30))
+def test_the_index_tokenizer_splits_python_s_terms_only_at_the_spaces(text: str) -> None:
+    """Any script, any character: the index takes Python's terms exactly as they are."""
+    terms = tokenize(text)
+    with closing(sqlite3.connect(":memory:")) as conn:
+        conn.execute(f"CREATE VIRTUAL TABLE probe USING fts5(terms, tokenize={INDEX_TOKENIZER}, detail=column)")
+        conn.execute("CREATE VIRTUAL TABLE probe_terms USING fts5vocab(probe, row)")
+        conn.execute("INSERT INTO probe (terms) VALUES (?)", [" ".join(terms)])
+        assert sorted(term for (term,) in conn.execute("SELECT term FROM probe_terms")) == sorted(set(terms))

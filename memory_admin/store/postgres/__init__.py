@@ -47,6 +47,8 @@ from memory_admin.store.base import (
 from memory_admin.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION, version_op
 from memory_admin.store.postgres.search import (
     TermFrequencies,
+    reindex_op,
+    terms_current_op,
 )
 from memory_admin.store.postgres.session import PostgresSession
 from memory_admin.store.vectors import VectorCache
@@ -343,7 +345,7 @@ class PostgresMemoryStore(BaseMemoryStore):
             found = run_steps(version_op(), _executor(conn))
             if found > target:
                 raise SchemaVersionError(self.location, found, target)
-            if found == target:
+            if found == target and run_steps(terms_current_op(), _executor(conn)):
                 return
             # One migrator at a time; the others find the work done when they get in. The
             # lock is taken before the transaction begins: a transaction that waited for it
@@ -357,6 +359,8 @@ class PostgresMemoryStore(BaseMemoryStore):
                     for version in range(found + 1, target + 1):
                         conn.execute(migrations[version - 1].encode())
                         conn.execute("UPDATE memory_schema SET version = %s", [version])
+                    # after a stemmer change or the migration that introduced the terms
+                    run_steps(reindex_op(), _executor(conn))
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", [MIGRATION_LOCK])
 

@@ -134,6 +134,16 @@ MIGRATIONS: list[str] = [
     """,
 ]
 
+MIGRATIONS.append(
+    # 5: terms are stemmed and carry the day a record was stated: the identity of the terms
+    # every tsvector holds; an empty one makes the store re-index each record in Python
+    # (search.reindex_op) in the migrating transaction
+    """
+    CREATE TABLE memory_terms_state (identity text NOT NULL);
+    INSERT INTO memory_terms_state (identity) VALUES ('');
+    """
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 MIGRATION_LOCK = 0x6D656D5F61646D31  # any constant; "mem_adm1" in ASCII

@@ -2,8 +2,11 @@
 ``tsvector`` matches.
 
 Full-text search matches exactly what SQLite and the in-memory store match: each
-record's ``tsvector`` is built from :func:`~memory_admin.tokenize.tokenize` lexeme by
-lexeme (the server's parser never re-splits them), and a query is the OR of its tokens.
+record's ``tsvector`` is built from the terms of its
+:func:`~memory_admin.store.ranking.record_text` lexeme by lexeme (the server's parser
+never re-splits them), and a query is the OR of its tokens. The terms' identity (the
+stemmer) is recorded; a database indexed under another is re-indexed when it opens
+(:func:`reindex_op`).
 Each record also carries hidden lexemes — one per scope pair, one for its whole scope,
 its kind, an agent marker — that start with ``:``, which no token can, so user text can
 never spell them. A user-scoped search is one GIN expression, ``pairs & (t1 | t2 …)``,
@@ -41,7 +44,7 @@ from memory_admin.store._sql import (
 )
 from memory_admin.store.plan import Cursor, SearchPlan
 from memory_admin.store.protocol import ScopeCounts, ScopeFacet
-from memory_admin.tokenize import tokenize
+from memory_admin.tokenize import TERMS_IDENTITY, tokenize
 
 # PostgreSQL's own limits on a tsvector entry
 _MAX_LEXEME_BYTES = 2047
@@ -136,10 +139,10 @@ def _quote(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def document(record: MemoryRecord, hidden: Iterable[str]) -> tuple[str, int]:
-    """The record's tsvector text (content and tag tokens with positions, then the hidden
-    lexemes) and its length in tokens, for BM25."""
-    tokens = tokenize(record.content) + tokenize(" ".join(record.tags))
+def document(content: str, tags: Iterable[str], stated: datetime, hidden: Iterable[str]) -> tuple[str, int]:
+    """A record's tsvector text (its terms with positions, then the hidden lexemes) and
+    its length in terms, for BM25."""
+    tokens = tokenize(ranking.record_text(content, tags, stated))
     positions: dict[str, list[int]] = {}
     for index, token in enumerate(tokens, start=1):
         kept = positions.setdefault(lexeme(token), [])
@@ -149,6 +152,60 @@ def document(record: MemoryRecord, hidden: Iterable[str]) -> tuple[str, int]:
     parts = [f"{_quote(lex)}:{','.join(map(str, where))}" for lex, where in positions.items()]
     parts += [_quote(lex) for lex in hidden]
     return " ".join(parts), len(tokens)
+
+
+REINDEX_BATCH = 2000
+"""Records re-indexed per round trip when the terms' identity changed."""
+
+
+def _stored_tags(text: str | None) -> list[str]:
+    try:
+        loaded = json.loads(text) if text else []
+    except ValueError:
+        return [str(text)]  # a corrupt row stays indexable (its read reports it)
+    return [str(tag) for tag in loaded] if isinstance(loaded, list) else [str(text)]
+
+
+def terms_current_op() -> Op[bool]:
+    """Whether every record's tsvector holds this code's terms (:data:`TERMS_IDENTITY`)."""
+    present = yield Statement("SELECT to_regclass('memory_terms_state') IS NOT NULL AS present")
+    if not present[0]["present"]:
+        return True  # a ladder without the table has nothing to compare
+    rows = yield Statement("SELECT identity FROM memory_terms_state")
+    return bool(rows) and rows[0]["identity"] == TERMS_IDENTITY
+
+
+def reindex_op() -> Op[int]:
+    """Recompute every record's terms and length (and the scopes' term counts) when they
+    were built under another identity; how many records it re-indexed. Batched by
+    :data:`REINDEX_BATCH`, in the caller's transaction; each record keeps its hidden
+    lexemes as stored."""
+    if (yield from terms_current_op()):
+        return 0
+    last, done = 0, 0
+    while True:
+        rows = yield Statement(
+            "SELECT seq, content, tags, coalesce(observed_at, created_at) AS stated, "
+            "ARRAY(SELECT u.lexeme FROM unnest(tsv) AS u WHERE starts_with(u.lexeme, ':')) AS hidden "
+            "FROM memory_records WHERE seq > %s ORDER BY seq LIMIT %s",
+            [last, REINDEX_BATCH],
+        )
+        if not rows:
+            break
+        documents = [document(row["content"], _stored_tags(row["tags"]), row["stated"], row["hidden"]) for row in rows]
+        yield Statement(
+            "UPDATE memory_records r SET tsv = v.tsv::tsvector, n_tokens = v.n "
+            "FROM unnest(%s::bigint[], %s::text[], %s::integer[]) AS v(seq, tsv, n) WHERE r.seq = v.seq",
+            [[row["seq"] for row in rows], [tsv for tsv, _ in documents], [n for _, n in documents]],
+        )
+        last, done = int(rows[-1]["seq"]), done + len(rows)
+    yield Statement(
+        "UPDATE memory_scopes s SET n_tokens = coalesce((SELECT sum(r.n_tokens) FROM memory_records r "
+        "WHERE r.scope_id = s.scope_id), 0)"
+    )
+    yield Statement("DELETE FROM memory_terms_state")
+    yield Statement("INSERT INTO memory_terms_state (identity) VALUES (%s)", [TERMS_IDENTITY])
+    return done
 
 
 def _all_of(lexemes: Iterable[str]) -> str:

@@ -93,7 +93,10 @@ def insert_op(records: Sequence[MemoryRecord], scope_ids: Mapping[str, int]) -> 
         text = scope_json(record.scope)
         values = record_values(record, DIALECT.to_db_time)
         tsv, n_tokens = document(
-            record, [*scope_pair_lexemes(record.scope), scope_lexeme(record.scope), kind_lexeme(record.kind)]
+            record.content,
+            record.tags,
+            record.observed_at,
+            [*scope_pair_lexemes(record.scope), scope_lexeme(record.scope), kind_lexeme(record.kind)],
         )
         values.update(scope_id=scope_ids[text], tenant=record.scope[TENANT_KEY], n_tokens=n_tokens, tsv=tsv)
         for name in columns:

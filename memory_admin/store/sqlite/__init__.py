@@ -1,7 +1,8 @@
 """The SQLite backend: the embedded default.
 
 One file of its own (never shared with the dashboard's tables), WAL, a busy timeout,
-``BEGIN IMMEDIATE`` for every write, an FTS5 external-content index, and a
+``BEGIN IMMEDIATE`` for every write, an FTS5 external-content index over terms Python
+computes (:mod:`.terms`, registered on every connection), and a
 ``PRAGMA user_version`` migration ladder from 1 (:mod:`.schema`). Search lives in
 :mod:`.search`; this module holds the connections, the dialect and the primitives.
 
@@ -32,6 +33,7 @@ from memory_admin.store.base import (
     Mode,
     full_capabilities,
 )
+from memory_admin.store.sqlite import terms
 from memory_admin.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, statements
 from memory_admin.store.sqlite.search import (
     Search,
@@ -81,6 +83,7 @@ class SqliteMemoryStore(BaseMemoryStore):
     def _connect(self) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False)
+            terms.register(conn)  # the index's match terms are computed in Python
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
@@ -186,15 +189,15 @@ class SqliteMemoryStore(BaseMemoryStore):
                 found = int(conn.execute("PRAGMA user_version").fetchone()[0])
                 if found > target:
                     raise SchemaVersionError(str(self.path), found, target)
-                if found == target:
-                    return
-                conn.execute("BEGIN IMMEDIATE")
-                found = int(conn.execute("PRAGMA user_version").fetchone()[0])
-                for version in range(found + 1, target + 1):
-                    for statement in statements(migrations[version - 1]):
-                        conn.execute(statement)
-                    conn.execute(f"PRAGMA user_version = {version}")
-                conn.execute("COMMIT")
+                if found < target:
+                    conn.execute("BEGIN IMMEDIATE")
+                    found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+                    for version in range(found + 1, target + 1):
+                        for statement in statements(migrations[version - 1]):
+                            conn.execute(statement)
+                        conn.execute(f"PRAGMA user_version = {version}")
+                    conn.execute("COMMIT")
+                terms.rebuild_if_stale(conn)
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.rollback()

@@ -162,7 +162,60 @@ MIGRATIONS.append(
 )
 
 MIGRATIONS.append(
-    # 6: vectors beside their records (one int8 blob each, gone with the record) and the
+    # 6: the index holds Python's match terms (stems, and the day a record was stated):
+    # ``memory_terms`` is registered on every connection (.terms); the hidden meta
+    # column holds the same tokens as before; the terms' identity is recorded so a
+    # stemmer change rebuilds
+    """
+    DROP TRIGGER memory_records_ad;
+    DROP TRIGGER memory_records_au;
+    DROP TABLE memory_fts;
+    DROP VIEW memory_fts_source;
+    CREATE VIEW memory_fts_source AS
+        SELECT r.rid AS rid, memory_terms(r.content, r.tags, coalesce(r.observed_at, r.created_at)) AS terms,
+               s.fts_tokens || ' k' || r.kind AS meta
+        FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id;
+    CREATE VIRTUAL TABLE memory_fts USING fts5(
+        terms, meta,
+        content='memory_fts_source', content_rowid='rid',
+        -- terms are already folded and hold only letters and digits: 'ascii' splits them
+        -- exactly at the spaces (every non-ASCII character is a token character), where
+        -- unicode61 would fold a few again (µ to μ) by its own Unicode tables
+        tokenize='ascii',
+        detail=column, columnsize=0
+    );
+    INSERT INTO memory_fts (memory_fts) VALUES ('rebuild');
+    CREATE TABLE memory_fts_terms (identity TEXT NOT NULL);
+    INSERT INTO memory_fts_terms (identity) VALUES (memory_terms_identity());
+    CREATE TRIGGER memory_records_ad AFTER DELETE ON memory_records BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, terms, meta)
+            SELECT 'delete', old.rid, memory_terms(old.content, old.tags, coalesce(old.observed_at, old.created_at)),
+                   s.fts_tokens || ' k' || old.kind
+            FROM memory_scopes s WHERE s.scope_id = old.scope_id;
+        UPDATE memory_scopes SET n_records = n_records - 1 WHERE scope_id = old.scope_id;
+        UPDATE memory_scope_kinds SET n = n - 1 WHERE scope_id = old.scope_id AND kind = old.kind;
+    END;
+    CREATE TRIGGER memory_records_au
+    AFTER UPDATE OF content, tags, kind, scope_id, observed_at, created_at ON memory_records BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, terms, meta)
+            SELECT 'delete', old.rid, memory_terms(old.content, old.tags, coalesce(old.observed_at, old.created_at)),
+                   s.fts_tokens || ' k' || old.kind
+            FROM memory_scopes s WHERE s.scope_id = old.scope_id;
+        INSERT INTO memory_fts (rowid, terms, meta)
+            SELECT new.rid, memory_terms(new.content, new.tags, coalesce(new.observed_at, new.created_at)),
+                   s.fts_tokens || ' k' || new.kind
+            FROM memory_scopes s WHERE s.scope_id = new.scope_id;
+        UPDATE memory_scopes SET n_records = n_records - 1 WHERE scope_id = old.scope_id;
+        UPDATE memory_scopes SET n_records = n_records + 1 WHERE scope_id = new.scope_id;
+        UPDATE memory_scope_kinds SET n = n - 1 WHERE scope_id = old.scope_id AND kind = old.kind;
+        INSERT INTO memory_scope_kinds (scope_id, kind, n) VALUES (new.scope_id, new.kind, 1)
+            ON CONFLICT (scope_id, kind) DO UPDATE SET n = n + 1;
+    END;
+    """
+)
+
+MIGRATIONS.append(
+    # 7: vectors beside their records (one int8 blob each, gone with the record) and the
     # store's settings (which model made the vectors)
     """
     -- keyed like the records (appends fill whole pages); the scope id is kept for the

@@ -4,15 +4,17 @@ finding candidates and BM25 (in Python) ranking them.
 Each record's scope pairs are in the full-text index as hidden tokens, so a
 user-scoped query is one FTS5 expression, ``pair-tokens AND (q1 OR q2 …)``. User text
 is only ever matched as quoted tokens of :func:`~memory_admin.tokenize.tokenize`; it can
-never be FTS syntax.
+never be FTS syntax. The index holds Python's own terms of each record (:mod:`.terms`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from memory_admin.errors import MemoryStoreError
@@ -32,7 +34,7 @@ from memory_admin.store._sql import (
     visible_candidates,
 )
 from memory_admin.store.plan import Cursor, SearchPlan
-from memory_admin.tokenize import tokenize
+from memory_admin.store.sqlite.terms import memory_terms
 
 PROVENANCE_COLUMNS = ("source", "author", "conversation_id", "run_id")
 RECORD_SELECT = (
@@ -46,6 +48,17 @@ RECORD_SELECT = (
 RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id"
 DF_SAMPLE = 2000
 """Document frequencies above this are estimated from how far back the newest matches reach."""
+_SCORED_COLUMNS = "SELECT r.rid, r.content, r.tags, r.created_at, coalesce(r.observed_at, r.created_at)"
+
+
+DAY_US = 86_400_000_000
+
+
+@functools.lru_cache(maxsize=4096)
+def _day(index: int) -> datetime:
+    """The UTC midnight of a day (microseconds // :data:`DAY_US`): a record's date words
+    need only its day, and scoring a candidate should not build a datetime each time."""
+    return datetime.fromtimestamp(index * 86_400, UTC)
 
 
 def json_list(values: Iterable[Any]) -> str:
@@ -146,10 +159,13 @@ class TermStatistics:
     def _refresh(self, top: int) -> Op[None]:
         rows = yield Statement("SELECT coalesce(sum(n_records), 0) FROM memory_scopes", raw=True)
         self._docs = int(rows[0][0])
-        # a sample for the average length; tags are counted by their raw text, which a
-        # corrupt row cannot break (the row itself is reported when a query reaches it)
-        sample = yield Statement("SELECT content, tags FROM memory_records ORDER BY rid DESC LIMIT 1000", raw=True)
-        lengths = [len(tokenize(f"{content} {tags or ''}")) for content, tags in sample]
+        # a sample for the average length, in the index's own terms, which a corrupt row
+        # cannot break (the row itself is reported when a query reaches it)
+        sample = yield Statement(
+            "SELECT content, tags, coalesce(observed_at, created_at) FROM memory_records ORDER BY rid DESC LIMIT 1000",
+            raw=True,
+        )
+        lengths = [len(memory_terms(*row).split()) for row in sample if isinstance(row[2], int)]
         self._average = (sum(lengths) / len(lengths)) if lengths else 1.0
         self._df.clear()
         self._mark = top
@@ -160,7 +176,7 @@ class TermStatistics:
         rows = yield Statement(
             "SELECT min(rid), count(*) FROM (SELECT rowid AS rid FROM memory_fts WHERE memory_fts MATCH ? "
             "ORDER BY rowid DESC LIMIT ?)",
-            [f"{{content tags}} : {quote(token)}", DF_SAMPLE],
+            [f"terms : {quote(token)}", DF_SAMPLE],
             raw=True,
         )
         oldest, count = rows[0]
@@ -276,19 +292,20 @@ class Search:
             words = " OR ".join(quote(t) for t in tokens)
             rows = yield Statement(
                 "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-                [f"({scope_filter}) AND ({{content tags}} : ({words}))", limit],
+                [f"({scope_filter}) AND (terms : ({words}))", limit],
                 raw=True,
             )
             return [int(row[0]) for row in rows]
 
         def score_rows(rows: Iterable[tuple[Any, ...]], *, matched: bool) -> Op[int]:
             added = 0
-            for rid, content, tags, created in rows:
+            for rid, content, tags, created, stated in rows:
                 try:
                     if not isinstance(created, int):
                         raise TypeError(created)
-                    text = content + " " + " ".join(json.loads(tags)) if tags else content
-                except (ValueError, TypeError):
+                    listed = json.loads(tags) if tags else ()
+                    text = ranking.record_text(content, listed, _day(stated // DAY_US))
+                except (ValueError, TypeError, OverflowError, OSError):
                     yield from self._raise_corrupt(rid)
                 value = ranking.score_text(text, average, weights)
                 if matched or value > 0:  # every weight is positive: 0 means no query word
@@ -300,7 +317,7 @@ class Search:
             added = 0
             for start in range(0, len(rids), 500):
                 rows = yield Statement(
-                    "SELECT r.rid, r.content, r.tags, r.created_at FROM memory_records r "
+                    _SCORED_COLUMNS + " FROM memory_records r "
                     f"WHERE r.rid IN (SELECT value FROM json_each(?)) AND {filters}",
                     [json_list(rids[start : start + 500]), *params],
                     raw=True,
@@ -314,7 +331,7 @@ class Search:
             # scope's rows is cheaper than probing that word's posting list per record
             scope_ids = json_list(sid for sid, _ in (yield from Scopes.reached(plan)))
             rows = yield Statement(
-                "SELECT r.rid, r.content, r.tags, r.created_at FROM memory_records r "
+                _SCORED_COLUMNS + " FROM memory_records r "
                 f"WHERE r.scope_id IN (SELECT value FROM json_each(?)) AND {filters}",
                 [scope_ids, *params],
                 raw=True,

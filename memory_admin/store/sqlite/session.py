@@ -233,8 +233,8 @@ class SqliteSession(SqlSession):
         yield Statement(_INSERT_RECORD, rows, many=True)
         # one INSERT … SELECT per batch indexes three times faster than a per-row trigger
         yield Statement(
-            "INSERT INTO memory_fts (rowid, content, tags, meta) "
-            "SELECT rid, content, tags, meta FROM memory_fts_source WHERE rid BETWEEN ? AND ?",
+            "INSERT INTO memory_fts (rowid, terms, meta) "
+            "SELECT rid, terms, meta FROM memory_fts_source WHERE rid BETWEEN ? AND ?",
             [first, first + len(rows) - 1],
         )
         yield Statement(
