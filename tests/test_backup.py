@@ -17,6 +17,7 @@ import pytest
 from memory_admin.backup import BackupError, FileInUseError, backup_sqlite, check_sqlite, restore_sqlite
 from memory_admin.errors import SchemaVersionError
 from memory_admin.store import SqliteMemoryStore
+from memory_admin.store.sqlite import terms
 from memory_admin.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, statements
 
 
@@ -159,6 +160,7 @@ def test_restore_refuses_a_backup_from_a_newer_version(memory_file: Path, tmp_pa
 def test_a_backup_from_an_older_version_is_restored_and_migrates_on_open(tmp_path: Path) -> None:
     old = tmp_path / "old.sqlite3"
     with sqlite3.connect(old, isolation_level=None) as conn:
+        terms.register(conn)  # the index's terms function, as every connection of the store has
         for version, script in enumerate(MIGRATIONS[:-1], start=1):
             for statement in statements(script):
                 conn.execute(statement)
