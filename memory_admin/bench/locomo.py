@@ -49,8 +49,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memory_admin.embed import Embedder, open_embedder
+from memory_admin.embed.fusion import CANDIDATES as FUSE_DEPTH
+from memory_admin.embed.fusion import KEYWORD_WEIGHT, rrf_fusion, zscore_fusion
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, assemble_recall
-from memory_admin.records import MemoryRecord
+from memory_admin.records import SEARCH_MODES, MemoryRecord, SearchMode
 from memory_admin.scope import canonical_scope
 from memory_admin.store import BaseMemoryStore, open_store
 from memory_admin.tokenize import unique_words
@@ -182,27 +185,31 @@ class BlockTally:
 
 
 @contextmanager
-def opened(url: str | None, persist_events: bool) -> Iterator[tuple[BaseMemoryStore, BaseMemoryStore | None]]:
+def opened(
+    url: str | None, persist_events: bool, embedder: Embedder | None = None
+) -> Iterator[tuple[BaseMemoryStore, BaseMemoryStore | None]]:
     """The store under test, and (when its log is on and a second object can share its
     data) the same data through a store object whose event log is off."""
     with tempfile.TemporaryDirectory(prefix="locomo-bench-") as folder:
         url = url or f"sqlite:///{Path(folder) / 'memory.sqlite3'}"
-        with open_store(url, persist_events=persist_events) as store:
+        with open_store(url, persist_events=persist_events, embedder=embedder or "none") as store:
             shared = persist_events and not url.startswith("memory:")
             if not shared:
                 yield store, None
                 return
-            with open_store(url, persist_events=False) as quiet:
+            with open_store(url, persist_events=False, embedder=embedder or "none") as quiet:
                 yield store, quiet
 
 
 class StoreRun:
     """The dataset loaded into a memory store, one scope per conversation."""
 
-    def __init__(self, store: BaseMemoryStore, dataset: Dataset, tenant: str) -> None:
+    def __init__(self, store: BaseMemoryStore, dataset: Dataset, tenant: str, mode: SearchMode = "keyword") -> None:
         self.store = store
         self.tenant = tenant
+        self.mode = mode
         self.owner: dict[str, tuple[str, frozenset[str]]] = {}
+        self.texts: dict[str, str] = {}
         started = time.perf_counter()
         for conversation in dataset.conversations:
             inputs = [
@@ -221,6 +228,7 @@ class StoreRun:
                 records, (o for o in dataset.observations if o.conversation == conversation), strict=True
             ):
                 self.owner[record.id] = (conversation, obs.dialog_ids)
+                self.texts[record.id] = record.content
         self.ingest_seconds = time.perf_counter() - started
 
     def scope(self, conversation: str) -> dict[str, str]:
@@ -232,11 +240,39 @@ class StoreRun:
         return conversation, ids, record.content
 
     def search(self, conversation: str, text: str) -> tuple[list[tuple[str, frozenset[str], str]], float]:
-        query = {"scope": self.scope(conversation), "scope_match": "visible", "query": text, "limit": SEARCH_LIMIT}
+        return self.search_by(self.mode, conversation, text)
+
+    def search_by(
+        self, mode: SearchMode, conversation: str, text: str, limit: int = SEARCH_LIMIT
+    ) -> tuple[list[tuple[str, frozenset[str], str]], float]:
+        query = {"scope": self.scope(conversation), "scope_match": "visible", "query": text, "limit": limit}
         started = time.perf_counter()
-        hits = self.store.search(query)
+        hits = self.store.search({**query, "mode": mode})
         elapsed = time.perf_counter() - started
         return [self.describe(hit.record) for hit in hits], elapsed
+
+    def keyword(self, conversation: str, text: str) -> tuple[list[tuple[str, frozenset[str], str]], float]:
+        return self.search_by("keyword", conversation, text)
+
+    def candidates(self, conversation: str, text: str) -> tuple[dict[str, float], dict[str, float]]:
+        """The keyword and semantic sides a hybrid search fuses: record id → BM25 / cosine."""
+        query = {"scope": self.scope(conversation), "scope_match": "visible", "query": text, "limit": FUSE_DEPTH}
+        keyword = {h.record.id: h.score or 0.0 for h in self.store.search({**query, "mode": "keyword"})}
+        semantic = {h.record.id: h.score or 0.0 for h in self.store.search({**query, "mode": "semantic"})}
+        return keyword, semantic
+
+    def rrf(self, conversation: str, text: str) -> tuple[list[tuple[str, frozenset[str], str]], float]:
+        """What most libraries ship: reciprocal rank fusion (k = 60, equal weights) of the
+        store's keyword and semantic searches."""
+        started = time.perf_counter()
+        keyword, semantic = self.candidates(conversation, text)
+        fused = rrf_fusion(list(keyword), list(semantic), limit=SEARCH_LIMIT)
+        elapsed = time.perf_counter() - started
+        return [self.owner_of(record_id) for record_id, _ in fused], elapsed
+
+    def owner_of(self, record_id: str) -> tuple[str, frozenset[str], str]:
+        conversation, ids = self.owner.get(record_id, (f"<foreign {record_id}>", frozenset()))
+        return conversation, ids, self.texts.get(record_id, "")
 
     def recall_block(self, question: Question, tally: BlockTally) -> None:
         started = time.perf_counter()
@@ -328,20 +364,36 @@ class Results:
     ingest_s: float
     baseline_ingest_s: float
     quiet: QuietTimings | None = None
+    mode: SearchMode = "keyword"
+    model: str | None = None
+    extra: list[tuple[str, Tally]] = field(default_factory=list)
+    """Beside a semantic or hybrid store: its keyword mode, and naive RRF of its two searches."""
+    curve: dict[float, list[float]] = field(default_factory=dict)
+    """Recall@10 per question of z-score fusion at each keyword weight (the dev curve)."""
 
 
-def run(dataset: Dataset, store_url: str | None, persist_events: bool) -> Results:
+def run(
+    dataset: Dataset,
+    store_url: str | None,
+    persist_events: bool,
+    *,
+    mode: SearchMode = "keyword",
+    embedder: Embedder | None = None,
+    weights: Sequence[float] = (),
+) -> Results:
     store_tally, base_tally, newest_tally, block_tally = Tally(), Tally(), Tally(), BlockTally()
+    extra: list[tuple[str, Tally]] = []
+    curve: dict[float, list[float]] = {w: [] for w in weights}
     neighbour = {
         c: dataset.conversations[(i + 1) % len(dataset.conversations)] for i, c in enumerate(dataset.conversations)
     }
     quiet_timings = None
     with (
-        opened(store_url, persist_events) as (store, quiet),
+        opened(store_url, persist_events, embedder) as (store, quiet),
         tempfile.TemporaryDirectory(prefix="locomo-fts5-") as folder,
     ):
         tenant = f"locomo-{uuid.uuid4().hex[:8]}"
-        loaded = StoreRun(store, dataset, tenant)
+        loaded = StoreRun(store, dataset, tenant, mode)
         baseline = Fts5Baseline(dataset, Path(folder))
         baseline_newest = Fts5Baseline(dataset, Path(folder), newest_first=True)
         try:
@@ -350,6 +402,9 @@ def run(dataset: Dataset, store_url: str | None, persist_events: bool) -> Result
                 (base_tally, baseline.search),
                 (newest_tally, baseline_newest.search),
             ]
+            if mode != "keyword":
+                extra = [("memory store, keyword mode", Tally()), ("naive RRF (k = 60) of its two searches", Tally())]
+                retrievers += [(extra[0][1], loaded.keyword), (extra[1][1], loaded.rrf)]
             for _, search in retrievers:  # warm caches and statements outside the timings
                 for question in dataset.questions[:20]:
                     search(question.conversation, question.text)
@@ -366,6 +421,12 @@ def run(dataset: Dataset, store_url: str | None, persist_events: bool) -> Result
                     elsewhere = neighbour[question.conversation]
                     tally.probe(elsewhere, search(elsewhere, question.text)[0])
                 loaded.recall_block(question, block_tally)
+                if curve:
+                    keyword, semantic = loaded.candidates(question.conversation, question.text)
+                    for weight, shares in curve.items():
+                        fused = zscore_fusion(keyword, semantic, keyword_weight=weight, limit=SEARCH_LIMIT)
+                        covered = set().union(frozenset(), *(loaded.owner_of(hit.key)[1] for hit in fused))
+                        shares.append(len(question.evidence & covered) / len(question.evidence))
                 if quiet_timings is not None and quiet is not None and not index % 2:
                     quiet_timings.measure(loaded, quiet, question)
         finally:
@@ -384,6 +445,10 @@ def run(dataset: Dataset, store_url: str | None, persist_events: bool) -> Result
             ingest_s=loaded.ingest_seconds,
             baseline_ingest_s=baseline.ingest_seconds,
             quiet=quiet_timings,
+            mode=mode,
+            model=embedder.model_id if embedder is not None else None,
+            extra=extra,
+            curve=curve,
         )
 
 
@@ -405,7 +470,7 @@ def _chars_at(k: int) -> Callable[[Tally], str]:
 
 def report(results: Results, command: str) -> str:
     data, block = results.dataset, results.block
-    tallies = (results.store, results.baseline, results.baseline_newest)
+    tallies = (results.store, results.baseline, results.baseline_newest, *(tally for _, tally in results.extra))
     per_category = {category: sum(1 for q in data.questions if q.category == category) for category in CATEGORIES}
 
     def row(label: str, value: Callable[[Tally], str]) -> str:
@@ -419,12 +484,14 @@ def report(results: Results, command: str) -> str:
         f"{len(data.conversations)} conversations, {len(data.observations)} observations written as records "
         f"(one scope per conversation), {len(data.questions)} questions of categories 1-4 "
         f"({', '.join(f'{CATEGORIES[c]} {n}' for c, n in per_category.items())}). "
-        f"Store: {results.backend}, event log {'on' if results.events else 'off'}. "
+        f"Store: {results.backend}, {results.mode} search"
+        + (f" with {results.model}" if results.model else "")
+        + f", event log {'on' if results.events else 'off'}. "
         f"Evidence ceiling (share of evidence ids any observation cites): {data.ceiling():.3f}.",
         "",
-        "| | memory store (keyword search, visible match) | raw FTS5 bm25, ties in insertion order "
-        "| raw FTS5 bm25, ties newest first |",
-        "| --- | ---: | ---: | ---: |",
+        f"| | memory store ({results.mode} search, visible match) | raw FTS5 bm25, ties in insertion order "
+        "| raw FTS5 bm25, ties newest first |" + "".join(f" {label} |" for label, _ in results.extra),
+        "| --- | ---: | ---: | ---: |" + " ---: |" * len(results.extra),
     ]
     lines += [row(f"recall@{k}", _recall_at(k)) for k in KS]
     lines += [row(f"recall@{SEARCH_LIMIT}, {name}", _recall_in(category)) for category, name in CATEGORIES.items()]
@@ -437,7 +504,8 @@ def report(results: Results, command: str) -> str:
         *(row(f"characters returned per search, top {k} (mean)", _chars_at(k)) for k in KS),
         row("search latency p50 (ms)", lambda t: f"{percentile(t.latency_ms, 0.5):.2f}"),
         row("search latency p99 (ms)", lambda t: f"{percentile(t.latency_ms, 0.99):.2f}"),
-        f"| ingest (s, all observations) | {results.ingest_s:.2f} | {results.baseline_ingest_s:.2f} | |",
+        f"| ingest (s, all observations{', embedding included' if results.model else ''}) | {results.ingest_s:.2f} "
+        f"| {results.baseline_ingest_s:.2f} | |" + " |" * len(results.extra),
         "",
         f"Turn-1 recall block at the default budget ({DEFAULT_BUDGET_CHARS} characters), one per question:",
         "",
@@ -471,6 +539,16 @@ def report(results: Results, command: str) -> str:
             compare("recall assembly p99 (ms)", block.latency_ms, quiet.block_ms, 0.99),
             "",
         ]
+    if results.curve:
+        lines += [
+            f"Dev curve: recall@{SEARCH_LIMIT} of z-score fusion of the store's top {FUSE_DEPTH} keyword and top "
+            f"{FUSE_DEPTH} semantic hits, by BM25's weight (the store fuses at {KEYWORD_WEIGHT}):",
+            "",
+            "| keyword weight | " + " | ".join(f"{w:g}" for w in results.curve) + " |",
+            "| --- | " + " | ".join("---:" for _ in results.curve) + " |",
+            "| recall@10 | " + " | ".join(f"{_mean(v):.4f}" for v in results.curve.values()) + " |",
+            "",
+        ]
     problems = verdict_problems(results)
     lines.append("Verdict: " + ("pass." if not problems else "FAIL: " + "; ".join(problems) + "."))
     return "\n".join(lines) + "\n"
@@ -500,10 +578,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("dataset", type=Path, help="a LoCoMo JSON file (e.g. locomo-dev.json)")
     parser.add_argument("--store", help="store URL (default: a fresh temporary SQLite file)")
     parser.add_argument("--no-events", action="store_true", help="do not persist search/write events while measuring")
+    parser.add_argument(
+        "--mode",
+        choices=SEARCH_MODES,
+        default="keyword",
+        help="the store's search mode (semantic and hybrid embed with --embedder, and are reported beside the "
+        "store's keyword mode and naive RRF)",
+    )
+    parser.add_argument("--embedder", default="default", help="embedder spec for --mode semantic or hybrid")
+    parser.add_argument(
+        "--weights", default="", help="hybrid: also print recall@10 of the fusion at these keyword weights (0.1,0.3)"
+    )
     parser.add_argument("--out", type=Path, help="also write the report (Markdown) to this file")
     options = parser.parse_args(argv)
     dataset = load_dataset(options.dataset)
-    results = run(dataset, options.store, persist_events=not options.no_events)
+    embedder = open_embedder(options.embedder) if options.mode != "keyword" else None
+    weights = [float(w) for w in options.weights.split(",") if w.strip()]
+    results = run(
+        dataset,
+        options.store,
+        persist_events=not options.no_events,
+        mode=options.mode,
+        embedder=embedder,
+        weights=weights,
+    )
     command = "python -m memory_admin.bench.locomo " + shlex.join(sys.argv[1:] if argv is None else list(argv))
     text = report(results, command)
     print(text, end="")

@@ -22,7 +22,7 @@ from typing import Generic, Literal, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
-KEYWORD_WEIGHT = 0.3
+KEYWORD_WEIGHT = 0.5
 """BM25's share of the fused score (dense-heavy wins on the dev split, see the curve)."""
 CANDIDATES = 100
 """How many hits each side contributes before fusion."""

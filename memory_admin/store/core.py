@@ -287,15 +287,21 @@ class StoreCore(ABC):
 
         def steps(s: Session) -> Op[tuple[list[MemoryHit], Cursor | None]]:
             yield from self._vector_space(s, claim=False)
+            candidates = replace(plan, candidates=True)
             if plan.mode == "semantic":
-                ranked = yield from s.similar(plan, needed)
+                ranked = yield from s.similar(candidates, needed)
                 ranked = [hit.model_copy(update={"score": hit.semantic_score}) for hit in ranked]
             else:
                 depth = max(needed, SEMANTIC_CANDIDATES)
-                semantic = yield from s.similar(plan, depth)
-                keyword, _ = yield from s.search(replace(plan, limit=depth, cursor=None))
+                semantic = yield from s.similar(candidates, depth)
+                keyword, _ = yield from s.search(replace(candidates, limit=depth, cursor=None))
                 ranked = fuse(keyword, semantic)
             page = ranked[plan.offset : plan.offset + plan.limit]
+            # the page's records, read again and checked (a corrupt row is reported, never shown)
+            records = yield from s.get_many([hit.record.id for hit in page])
+            page = [
+                hit.model_copy(update={"record": records[hit.record.id]}) for hit in page if hit.record.id in records
+            ]
             more = len(ranked) > plan.offset + plan.limit
             return page, Cursor(offset=plan.offset + plan.limit) if more else None
 

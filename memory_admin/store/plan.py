@@ -69,6 +69,9 @@ class SearchPlan:
     """How a ranked plan matches (resolved: never ``None``)."""
     vector: Any = None
     """The query's embedding, once a semantic or hybrid search has computed it."""
+    candidates: bool = False
+    """The hits are candidates (of a fusion) whose page is read again, checked, before
+    anyone sees it: a backend may build their records unchecked."""
 
     @property
     def ranked(self) -> bool:

@@ -225,7 +225,7 @@ def fuse(keyword: Sequence[MemoryHit], semantic: Sequence[MemoryHit]) -> list[Me
         keyword_weight=KEYWORD_WEIGHT,
     )
     return [
-        MemoryHit(
+        MemoryHit.model_construct(
             record=by_id[hit.key],
             score=round(hit.score, 6),
             keyword_score=hit.keyword_raw,

@@ -9,6 +9,7 @@ import pytest
 
 from memory_admin.bench.embed import main, measure, observation_dates
 from memory_admin.embed import OnnxEmbedder
+from memory_admin.embed.fusion import KEYWORD_WEIGHT
 
 
 def conversation(name: str, facts: list[tuple[str, str]], qa: list[dict[str, object]]) -> dict[str, object]:
@@ -51,7 +52,7 @@ def test_measure_finds_by_meaning_without_leaking(embedder: OnnxEmbedder, datase
     recall = figures["recall"]
     # "Where does Ann work?" shares only the name with its fact; the hybrid still finds it
     assert recall["dense"]["all"] == pytest.approx(1.0)
-    assert recall["z-score w=0.3 (store keyword)"]["all"] == pytest.approx(1.0)
+    assert recall[f"z-score w={KEYWORD_WEIGHT} (store keyword)"]["all"] == pytest.approx(1.0)
     assert set(figures["latency_ms"]) == {"keyword", "dense", "hybrid", "porter"}
     assert figures["docs_per_s"] > 0 and figures["load_s"] > 0
 
@@ -62,5 +63,5 @@ def test_the_command_writes_its_report(embedder: OnnxEmbedder, dataset: Path, tm
     appendix.write_text("## Why\n\nBecause.\n")
     assert main([str(dataset), "--out", str(out), "--appendix", str(appendix)]) == 0
     text = out.read_text()
-    assert "| z-score w=0.3 (store keyword) |" in text
+    assert f"| z-score w={KEYWORD_WEIGHT} (store keyword) |" in text
     assert "Dev curve" in text and text.endswith("Because.\n")

@@ -37,6 +37,7 @@ from memory_admin.store._sql import (
     Op,
     Row,
     Statement,
+    candidate_from_row,
     pair_token,
     record_filters,
     record_from_row,
@@ -439,7 +440,8 @@ def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[M
     if missing:
         rows = yield Statement(RECORD_SELECT + RECORD_FROM + " WHERE r.seq = ANY(%s)", [missing])
         search.records.update((int(row["seq"]), row) for row in rows)
-    hits = [MemoryHit(record=record_of(search.records[seq]), score=score) for score, _, seq in shown]
+    build = candidate_from_row if plan.candidates else record_of
+    hits = [MemoryHit.model_construct(record=build(search.records[seq]), score=score) for score, _, seq in shown]
     return hits, Cursor(offset=offset + plan.limit) if len(page) > offset + plan.limit else None
 
 

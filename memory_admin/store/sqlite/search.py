@@ -27,6 +27,7 @@ from memory_admin.store._sql import (
     Dialect,
     Op,
     Statement,
+    candidate_from_row,
     filter_tokens,
     record_filters,
     record_from_row,
@@ -354,7 +355,8 @@ class Search:
             [json_list(rid for _, _, rid in page)],
         )
         by_rid = {row["rid"]: row for row in rows}
-        hits = [MemoryHit(record=self._record(by_rid[rid]), score=value) for value, _, rid in page]
+        build = candidate_from_row if plan.candidates else self._record
+        hits = [MemoryHit.model_construct(record=build(by_rid[rid]), score=value) for value, _, rid in page]
         more = len(ranked) > plan.offset + plan.limit
         return hits, Cursor(offset=plan.offset + plan.limit) if more else None
 
