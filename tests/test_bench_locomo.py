@@ -68,4 +68,19 @@ def test_the_command_prints_and_writes_its_figures(
 
 def test_an_in_memory_store_can_be_measured(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(dataset), "--store", "memory://", "--no-events"]) == 0
-    assert "Store: memory, event log off." in capsys.readouterr().out
+    assert "Store: memory, keyword search, event log off." in capsys.readouterr().out
+
+
+def test_hybrid_is_measured_beside_keyword_mode_rrf_and_the_weight_curve(
+    dataset: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [str(dataset), "--mode", "hybrid", "--embedder", "hashing", "--weights", "0,0.5,1", "--no-events"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "Store: sqlite, hybrid search with hashing-v1:256" in out
+    header = next(line for line in out.splitlines() if line.startswith("| | memory store (hybrid search"))
+    assert "memory store, keyword mode" in header and "naive RRF (k = 60)" in header
+    leakage = next(line for line in out.splitlines() if line.startswith("| cross-scope leakage"))
+    assert leakage.endswith("| 0 | 0 | 0 | 0 | 0 |")
+    curve = [line for line in out.splitlines() if line.startswith("| recall@10 |")][-1]
+    assert len(curve.split("|")) == 6, "one figure per weight"
