@@ -2,6 +2,8 @@
 
     python -m memory_admin.bench.locomo ../shared/datasets/locomo/locomo-dev.json \\
         [--store URL] [--no-events] [--out docs/benchmarks/locomo.md]
+    python -m memory_admin.bench.locomo ../shared/datasets/locomo/locomo-dev.json --mode hybrid \\
+        [--embedder default] [--weights 0,0.1,…,1] [--out docs/benchmarks/locomo-hybrid.md]
 
 Each conversation's observations (atomic facts, each citing the dialog ids it came
 from) are written as records in one scope per conversation. Every question of
@@ -23,6 +25,12 @@ Beside it, in the same run over the same data, a **baseline**: one raw SQLite FT
 table (``unicode61 remove_diacritics 2``) queried with bm25 and the same tokens,
 filtered to the conversation. The store's keyword search must not fall below it; the
 command exits non-zero if it does, or if anything leaks.
+
+With ``--mode semantic`` or ``hybrid`` the store embeds every observation (the default
+model unless ``--embedder`` says) and is measured beside its own keyword mode and naive
+reciprocal rank fusion (k = 60, equal weights) of its keyword and semantic searches;
+``--weights`` adds recall@10 of the z-score fusion at each keyword weight (the dev
+curve that chose the store's).
 
 The store runs as users run it, event log on (recall blocks land in its log too). Its
 searches and recall blocks are also timed through a second store object over the same
