@@ -419,6 +419,9 @@ class MemoryHit(_Model):
     score: float | None = None
     keyword_score: float | None = None
     semantic_score: float | None = None
+    terms: dict[str, float] | None = None
+    """A keyword match's query terms the record holds, each with its part of the BM25
+    score (the parts add up to it): why it ranked where it did."""
 
 
 # --- turning pydantic's errors into ours ---------------------------------------------

@@ -82,6 +82,19 @@ class SearchCases(ConformanceBase):
         assert sorted(contents(store.search({"scope": U1, "tags": ["Travel"]}))) == ["both", "one"]
         assert contents(store.search({"scope": U1, "tags": ["travel", "seat"]})) == ["both"]
 
+    def test_a_ranked_hit_says_which_of_its_terms_scored_how_much(self, store: FullMemoryStore) -> None:
+        store.write([rec("the window seat on long flights"), rec("a seat by the window, always")])
+        store.write([rec(f"an unrelated note number {i}") for i in range(10)])  # rare words weigh more than the floor
+        hits = store.search({"scope": U1, "query": "window seats flights", "mode": "keyword"})
+        assert len(hits) == 2
+        for hit in hits:
+            assert hit.terms is not None and hit.score is not None
+            held = set(tokenize(hit.record.content))
+            assert set(hit.terms) == {"window", "seat", "flight"} & held, "the query's terms the record holds"
+            assert all(part > 0 for part in hit.terms.values())
+            assert sum(hit.terms.values()) == pytest.approx(hit.score, rel=1e-6)
+        assert store.search({"scope": U1})[0].terms is None, "a listing ranks nothing"
+
     def test_target_filter(self, store: FullMemoryStore) -> None:
         store.write(
             [

@@ -87,7 +87,8 @@ TIER_ORDER = {
 class Rank:
     """Why an entry stood where it did: its ``tier``, its ``place`` in that tier (1-based;
     ``None`` for a deferred record), the message's ``words`` it shares, and the store's
-    ``score`` with any ``parts`` of it when the search gave them. ``inferred`` marks a
+    ``score`` with any ``parts`` of it when the search gave them, and each shared word's
+    part of the keyword score (``weights``) when the search said. ``inferred`` marks a
     tier read off the record because the event did not log it."""
 
     tier: str | None
@@ -96,6 +97,13 @@ class Rank:
     score: float | None = None
     parts: tuple[tuple[str, float], ...] = ()
     inferred: bool = False
+    weights: tuple[tuple[str, float | None], ...] = ()
+
+    @property
+    def weighed_words(self) -> tuple[tuple[str, float | None], ...]:
+        """Each shared word with its part of the keyword score (``None``: not known)."""
+        known = dict(self.weights)
+        return tuple((word, known.get(word)) for word in self.words)
 
     @property
     def order(self) -> str:
@@ -213,6 +221,7 @@ def _rank(
         score=hit.score if hit is not None else None,
         parts=score_parts(hit) if hit is not None else (),
         inferred=inferred,
+        weights=tuple((hit.terms or {}).items()) if hit is not None else (),
     )
 
 

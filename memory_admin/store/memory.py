@@ -389,12 +389,19 @@ class InMemoryMemoryStore(BaseMemoryStore):
                     del doc_freq[term]
             self._state.total_length -= row.length
 
-    def _bm25(self, row: _Row, tokens: Sequence[str]) -> float:
+    def _weights(self, tokens: Sequence[str]) -> tuple[dict[str, float], float]:
         state = self._state
         total = len(state.rows)
         weights = {token: ranking.idf(total, state.doc_freq.get(token, 0)) for token in tokens}
-        average = state.total_length / total if total else 1.0
+        return weights, (state.total_length / total if total else 1.0)
+
+    def _bm25(self, row: _Row, tokens: Sequence[str]) -> float:
+        weights, average = self._weights(tokens)
         return ranking.score(row.terms, row.length, average, weights)
+
+    def _parts(self, row: _Row, tokens: Sequence[str]) -> dict[str, float]:
+        weights, average = self._weights(tokens)
+        return ranking.contributions(row.terms, row.length, average, weights)
 
     def _list(self, plan: SearchPlan) -> tuple[list[MemoryHit], Cursor | None]:
         with self._lock:
@@ -405,7 +412,10 @@ class InMemoryMemoryStore(BaseMemoryStore):
                 scored.sort(key=lambda item: (-item[0], -now_us(item[1].record.created_at), -item[1].seq))
                 offset = (plan.cursor.offset or 0) if plan.cursor else 0
                 page = scored[offset : offset + plan.limit]
-                hits = [MemoryHit(record=row.record, score=score) for score, row in page]
+                hits = [
+                    MemoryHit(record=row.record, score=score, terms=self._parts(row, plan.tokens))
+                    for score, row in page
+                ]
                 more = len(scored) > offset + plan.limit
                 return hits, Cursor(offset=offset + plan.limit) if more else None
             rows.sort(key=lambda row: (now_us(row.record.created_at), row.seq), reverse=True)

@@ -103,6 +103,25 @@ def score(terms: Mapping[str, int], length: int, average_length: float, weights:
     return total
 
 
+def contributions(
+    terms: Mapping[str, int], length: int, average_length: float, weights: Mapping[str, float]
+) -> dict[str, float]:
+    """Each query token's part of :func:`score` for this record (the parts add up to it):
+    why a hit ranked where it did."""
+    norm = K1 * (1 - B + B * length / (average_length or 1.0))
+    return {
+        token: weight * (freq * (K1 + 1)) / (freq + norm)
+        for token, weight in weights.items()
+        if (freq := terms.get(token, 0))
+    }
+
+
+def text_contributions(text: str, average_length: float, weights: Mapping[str, float]) -> dict[str, float]:
+    """:func:`contributions` of a record's :func:`record_text` (the parts of :func:`score_text`)."""
+    tokens = tokenize(text)
+    return contributions(Counter(tokens), len(tokens), average_length, weights)
+
+
 def upper_bound(weights: Iterable[float]) -> float:
     """No record scores more than this from these tokens, whatever their frequency."""
     return sum(weight * (K1 + 1) for weight in weights)

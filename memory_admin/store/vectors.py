@@ -219,6 +219,7 @@ def fuse(keyword: Sequence[MemoryHit], semantic: Sequence[MemoryHit]) -> list[Me
     BM25 weighted :data:`~memory_admin.embed.fusion.KEYWORD_WEIGHT`), each hit carrying
     its keyword and semantic scores beside the fused one."""
     by_id = {hit.record.id: hit.record for hit in (*semantic, *keyword)}
+    terms = {hit.record.id: hit.terms for hit in keyword}
     fused = zscore_fusion(
         {hit.record.id: hit.score or 0.0 for hit in keyword},
         {hit.record.id: hit.semantic_score or 0.0 for hit in semantic},
@@ -230,6 +231,7 @@ def fuse(keyword: Sequence[MemoryHit], semantic: Sequence[MemoryHit]) -> list[Me
             score=round(hit.score, 6),
             keyword_score=hit.keyword_raw,
             semantic_score=hit.semantic_raw,
+            terms=terms.get(hit.key),
         )
         for hit in fused
     ]

@@ -263,6 +263,9 @@ def test_the_inspector_explains_ranks_and_non_candidates(admin: Client, demo_sto
         preview_url(scope="tenant=acme,user=dana", message="Book me a flight to Berlin next week", budget="1500")
     ).content.decode()
     assert 'matched <code class="word">berlin</code>' in preview
+    weight = r'<code class="word">berlin</code> <span class="muted" title="this word\'s part of the keyword '
+    weight += r'score[^"]*">'
+    assert re.search(weight + r"\d+\.\d\d</span>", preview), "each shared word with its part of the score"
     assert re.search(r'<span class="small score">score \d+\.\d\d</span>', preview)
     assert "Not candidates" in preview and 'data-reason="superseded"' in preview
     stored = next(
@@ -274,6 +277,7 @@ def test_the_inspector_explains_ranks_and_non_candidates(admin: Client, demo_sto
     )
     event = admin.get(reverse("dashboard:recall_event", args=[stored.id])).content.decode()
     assert "The event log keeps no scores" in event and 'class="small score"' not in event
+    assert "part of the keyword score" not in event, "no weight is made up for a past event"
     assert "<strong>profile</strong> #1" in event and 'id="others-heading"' in event
 
 

@@ -123,3 +123,19 @@ def test_a_running_keyword_only_store_adopts_vectors_embedded_since(
             "gardening every weekend"
         ]
         assert running.embedder is not None and running.embedder.model_id == HashingEmbedder().model_id
+
+
+def test_the_toolbox_and_recall_find_by_meaning(semantic_store: BaseMemoryStore) -> None:
+    from memory_admin.recall import HEADINGS, assemble_recall
+    from memory_admin.toolbox import MemoryToolbox
+
+    toolbox = MemoryToolbox(semantic_store, U1)
+    answer = toolbox.call("memory_search", {"query": "Where does Dana work?", "limit": 1})
+    assert [item["content"] for item in answer["results"]] == [FACTS[0]]
+    recall = assemble_recall(semantic_store, U1, "Which team is Dana on at work?", max_hits=1)
+    assert HEADINGS["hits"] in recall.block and FACTS[0] in recall.block
+    keyword_only = open_store("memory://")
+    keyword_only.write([rec(fact) for fact in FACTS])
+    missed = MemoryToolbox(keyword_only, U1).call("memory_search", {"query": "Where does Dana work?", "limit": 1})
+    assert [item["content"] for item in missed["results"]] != [FACTS[0]], "words alone do not find it"
+    keyword_only.close()

@@ -441,7 +441,12 @@ def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[M
         rows = yield Statement(RECORD_SELECT + RECORD_FROM + " WHERE r.seq = ANY(%s)", [missing])
         search.records.update((int(row["seq"]), row) for row in rows)
     build = candidate_from_row if plan.candidates else record_of
-    hits = [MemoryHit.model_construct(record=build(search.records[seq]), score=score) for score, _, seq in shown]
+    hits = [
+        MemoryHit.model_construct(
+            record=build(search.records[seq]), score=score, terms=_parts(search.records[seq], plan, search)
+        )
+        for score, _, seq in shown
+    ]
     return hits, Cursor(offset=offset + plan.limit) if len(page) > offset + plan.limit else None
 
 
@@ -576,6 +581,23 @@ class _Ranking:
 
     def ranked(self) -> list[tuple[float, Any, int]]:
         return self.candidates.ranked()
+
+
+def _parts(row: Row, plan: SearchPlan, search: _Ranking) -> dict[str, float] | None:
+    """A ranked hit's query terms with their parts of its score (presence-weighted, as
+    :func:`_bm25` ranks); ``None`` for a row too corrupt to say (reading it reports that)."""
+    try:
+        stated = row["observed_at"] if row["observed_at"] is not None else row["created_at"]
+        tags = json.loads(row["tags"]) if row["tags"] else ()
+        terms = tokenize(ranking.record_text(row["content"], tags, stated))
+    except (ValueError, TypeError, KeyError, OverflowError):
+        return None
+    held = set(terms)
+    return {
+        token: round(_bm25(search.weights[lex], len(terms), search.average), 9)
+        for token, lex in zip(plan.tokens, search.lexemes, strict=True)
+        if token in held and lex in search.weights
+    }
 
 
 def _bm25(weight: float, length: int, average: float) -> float:

@@ -13,7 +13,7 @@ import functools
 import json
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
@@ -187,6 +187,18 @@ class TermStatistics:
         return min(docs, round(matched * top / max(top - int(oldest) + 1, 1)))
 
 
+def _parts(row: Any, average: float, weights: Mapping[str, float]) -> dict[str, float] | None:
+    """A ranked hit's terms with their parts of its score (``None`` for a row too
+    corrupt to say; reading it reports that)."""
+    try:
+        stated = row["observed_at"] if row["observed_at"] is not None else row["created_at"]
+        tags = json.loads(row["tags"]) if row["tags"] else ()
+        text = ranking.record_text(row["content"], tags, _day(stated // DAY_US))
+    except (ValueError, TypeError, OverflowError, OSError):
+        return None
+    return ranking.text_contributions(text, average, weights)
+
+
 class Search:
     """The search primitive of a SQLite store."""
 
@@ -356,7 +368,12 @@ class Search:
         )
         by_rid = {row["rid"]: row for row in rows}
         build = candidate_from_row if plan.candidates else self._record
-        hits = [MemoryHit.model_construct(record=build(by_rid[rid]), score=value) for value, _, rid in page]
+        hits = [
+            MemoryHit.model_construct(
+                record=build(by_rid[rid]), score=value, terms=_parts(by_rid[rid], average, weights)
+            )
+            for value, _, rid in page
+        ]
         more = len(ranked) > plan.offset + plan.limit
         return hits, Cursor(offset=plan.offset + plan.limit) if more else None
 
