@@ -33,7 +33,7 @@ from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, canonical_scope, sc
 from memory_admin.store.plan import SearchPlan
 from memory_admin.store.protocol import CorruptionScan, CorruptRecord
 from memory_admin.store.ranking import VISIBLE_ENUMERATION_LIMIT
-from memory_admin.store.vectors import ScopeVectors, VectorCache, VectorSpace, closest_in
+from memory_admin.store.vectors import ScopeVectors, VectorCache, VectorSpace, closest, shortlist
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -515,6 +515,9 @@ def events_dropped_op(d: Dialect) -> Op[int]:
     return int(rows[0]["n"]) if rows else 0
 
 
+SHORTLIST = 400
+"""Vectors a semantic search scores exactly: all of a scope that holds at most this many,
+else the ones whose signs agree most with the query's."""
 PREFILTER_FACTOR = 4
 PREFILTER_MIN = 200
 """A semantic search filters the ``max(limit × PREFILTER_FACTOR, PREFILTER_MIN)`` closest
@@ -584,10 +587,12 @@ class SqlSession(ABC):
     """The store's copy of the vectors it searched (set by the backend); ``None``: read every time."""
 
     def similar(self, plan: SearchPlan, limit: int) -> Op[list[MemoryHit]]:
-        """Exact, in two passes: the closest of the reached scopes' vectors (from the
-        process's copy while each scope's ``vec_version`` says it is current, else read
-        from the store), then the record filters — and the scope again — on the few
-        best; only when too few of those pass does one filtered scan decide."""
+        """The closest records, in three passes: a shortlist from the signs of the reached
+        scopes' vectors (the process's copy while each scope's ``vec_version`` says it is
+        current, else read from the store) — every vector when the scopes hold at most
+        :data:`SHORTLIST`, so a small scope is searched exactly — then the shortlist's
+        exact int8 scores, then the record filters (and the scope, again) on the best;
+        only when too few of those pass does one filtered, exact scan decide."""
         d = self.dialect
         space = yield from vector_space_op(d)
         reached = None if space is None else (yield from self.records_reached(plan, "s.scope_id", "r.scope_id"))
@@ -604,7 +609,8 @@ class SqlSession(ABC):
         filters = f"{in_scope[0]} AND {filters}"
         filter_params = [*in_scope[1], *filter_params]
         depth = max(limit * PREFILTER_FACTOR, PREFILTER_MIN)
-        found = closest_in(plan.vector, scopes, depth)
+        listed = shortlist(plan.vector, scopes, max(SHORTLIST, 2 * depth))
+        found = closest(plan.vector, (yield from self._vectors_of(listed)), space.dimensions, depth)
         kept = yield from self._passing([key for key, _ in found], filters, filter_params)
         found = [(key, score) for key, score in found if key in kept]
         total = sum(len(scope.keys) for scope in scopes)
@@ -612,7 +618,7 @@ class SqlSession(ABC):
             # the filters ruled out too many of the closest: score every record they admit
             every = [int(key) for scope in scopes for key in scope.keys.tolist()]
             admitted = yield from self._passing(every, filters, filter_params)
-            found = [(key, score) for key, score in closest_in(plan.vector, scopes, total) if key in admitted]
+            found = closest(plan.vector, (yield from self._vectors_of(sorted(admitted))), space.dimensions, limit)
         found = found[:limit]
         if not found:
             return []
@@ -623,6 +629,17 @@ class SqlSession(ABC):
         return [
             MemoryHit.model_construct(record=by_key[key], semantic_score=score) for key, score in found if key in by_key
         ]
+
+    def _vectors_of(self, keys: Sequence[int]) -> Op[list[tuple[int, bytes]]]:
+        """The stored vectors of these records, in key order."""
+        if not keys:
+            return []
+        d = self.dialect
+        among, among_params = d.one_of(f"v.{d.key}", keys)
+        rows = yield Statement(
+            f"SELECT v.{d.key}, v.vec FROM memory_vectors v WHERE {among} ORDER BY v.{d.key}", among_params, raw=True
+        )
+        return [(int(key), bytes(blob)) for key, blob in rows]
 
     def _scope_vectors(self, versions: dict[int, int], space: VectorSpace) -> Op[list[ScopeVectors]]:
         """The vectors of these scopes (scope id → its ``vec_version``), from the cache

@@ -35,7 +35,8 @@ V = TypeVar("V")
 SEMANTIC_CANDIDATES = CANDIDATES
 """How many of the closest records a hybrid search fuses with as many keyword hits."""
 DEFAULT_CACHE_BYTES = 96 * 2**20
-"""What a store keeps of the vectors it searched (about 250,000 records at 384 dimensions)."""
+"""What a store keeps of the vectors it searched: 56 bytes a record (its key and the
+signs of its vector), about 1.7 million records."""
 SCAN_CHUNK = 8192
 """Stored vectors scored at a time: a tenant-wide scan never holds all of them as floats."""
 
@@ -81,23 +82,27 @@ class LruCache(Generic[K, V]):
 
 @dataclass(frozen=True)
 class ScopeVectors:
-    """One stored scope's vectors as arrays: record keys, int8 codes (contiguous), scales."""
+    """One stored scope's vectors as a search's first pass reads them: the record keys
+    and one bit per dimension (its sign), 48 bytes a vector at 384 dimensions."""
 
     version: int
     keys: Any
-    codes: Any
-    scales: Any
+    bits: Any
 
     @property
     def nbytes(self) -> int:
-        return int(self.keys.nbytes + self.codes.nbytes + self.scales.nbytes)
+        return int(self.keys.nbytes + self.bits.nbytes)
 
     @classmethod
     def of(cls, version: int, rows: Sequence[tuple[int, bytes]], dimensions: int) -> ScopeVectors:
         np = numpy()
-        codes, scales = stack_blobs([blob for _, blob in rows], dimensions)
         keys = np.fromiter((key for key, _ in rows), dtype=np.int64, count=len(rows))
-        return cls(version, keys, np.ascontiguousarray(codes), scales)
+        parts = []
+        for start in range(0, len(rows), SCAN_CHUNK):
+            codes, _ = stack_blobs([blob for _, blob in rows[start : start + SCAN_CHUNK]], dimensions)
+            parts.append(np.packbits(codes > 0, axis=1))
+        bits = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        return cls(version, keys, bits)
 
 
 class VectorCache:
@@ -148,41 +153,22 @@ class VectorCache:
             self._bytes = 0
 
 
-def closest_in(query: Vector, scopes: Sequence[ScopeVectors], limit: int) -> list[tuple[int, float]]:
-    """The ``limit`` keys of these scopes' vectors most similar to ``query``, closest first
-    (ties: the lower key). Small scopes are scored together, :data:`SCAN_CHUNK` rows a call."""
-    if not scopes or limit <= 0:
-        return []
+def shortlist(query: Vector, scopes: Sequence[ScopeVectors], size: int) -> list[int]:
+    """The keys whose vectors a search scores exactly: every one when the scopes hold at
+    most ``size``, else the ``size`` whose signs agree most with the query's (Hamming
+    distance of the bit vectors) — a first pass over 48 bytes a vector, from which the
+    exact int8 scores of :func:`closest` then choose."""
     np = numpy()
-    query32 = np.asarray(query, dtype=np.float32)
-    keys: list[Any] = []
-    parts: list[Any] = []
-    pending: list[ScopeVectors] = []
-    rows = 0
-
-    def score(group: list[ScopeVectors]) -> None:
-        codes = np.concatenate([g.codes for g in group]) if len(group) > 1 else group[0].codes
-        scales = np.concatenate([g.scales for g in group]) if len(group) > 1 else group[0].scales
-        for start in range(0, len(scales), SCAN_CHUNK):
-            parts.append(int8_scores(query32, codes[start : start + SCAN_CHUNK], scales[start : start + SCAN_CHUNK]))
-        keys.extend(g.keys for g in group)
-
-    for scope in scopes:
-        if len(scope.keys) >= SCAN_CHUNK:
-            score([scope])
-            continue
-        pending.append(scope)
-        rows += len(scope.keys)
-        if rows >= SCAN_CHUNK:
-            score(pending)
-            pending, rows = [], 0
-    if pending:
-        score(pending)
-    scores: Any = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    all_keys: Any = np.concatenate(keys) if len(keys) > 1 else keys[0]
-    top = np.argpartition(-scores, limit - 1)[:limit] if len(scores) > limit else np.arange(len(scores))
-    order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), int(all_keys[i])))
-    return [(int(all_keys[i]), round(float(scores[i]), 6)) for i in order]
+    if not scopes:
+        return []
+    keys: Any = np.concatenate([scope.keys for scope in scopes]) if len(scopes) > 1 else scopes[0].keys
+    if len(keys) <= size:
+        return [int(key) for key in keys.tolist()]
+    bits: Any = np.concatenate([scope.bits for scope in scopes]) if len(scopes) > 1 else scopes[0].bits
+    signs = np.packbits(np.asarray(query) > 0)
+    distance = np.bitwise_count(bits ^ signs).sum(axis=1, dtype=np.int32)
+    nearest = np.argpartition(distance, size - 1)[:size]
+    return [int(key) for key in keys[nearest].tolist()]
 
 
 def document_text(record: MemoryRecord | MemoryWriteInput) -> str:
@@ -198,8 +184,8 @@ def encode(matrix: Matrix) -> list[bytes]:
 
 
 def closest(query: Vector, rows: Sequence[tuple[K, bytes]], dimensions: int, limit: int) -> list[tuple[K, float]]:
-    """The ``limit`` rows most similar to ``query`` (cosine), closest first; ties keep
-    the rows' order."""
+    """The ``limit`` rows most similar to ``query`` (cosine, exact over the int8 codes),
+    closest first; ties keep the rows' order. Scored :data:`SCAN_CHUNK` rows at a time."""
     if not rows or limit <= 0:
         return []
     np = numpy()
@@ -246,8 +232,8 @@ __all__ = [
     "VectorCache",
     "VectorSpace",
     "closest",
-    "closest_in",
     "document_text",
     "encode",
     "fuse",
+    "shortlist",
 ]

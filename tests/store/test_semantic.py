@@ -139,3 +139,24 @@ def test_the_toolbox_and_recall_find_by_meaning(semantic_store: BaseMemoryStore)
     missed = MemoryToolbox(keyword_only, U1).call("memory_search", {"query": "Where does Dana work?", "limit": 1})
     assert [item["content"] for item in missed["results"]] != [FACTS[0]], "words alone do not find it"
     keyword_only.close()
+
+
+def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    import random
+
+    from memory_admin.bench.corpus import Corpus
+    from memory_admin.store.vectors import closest, encode
+
+    corpus, rng = Corpus(), random.Random(4)
+    texts = [corpus.sentence(rng) for _ in range(1200)]  # three times the exact-scan limit
+    with open_store(f"sqlite:///{tmp_path / 'memory.sqlite3'}", embedder=embedder) as store:
+        records = store.write([rec(text) for text in texts])
+        blobs = list(zip((r.id for r in records), encode(embedder.embed_documents(texts)), strict=True))
+        overlap = []
+        for _ in range(20):
+            query = " ".join(rng.choice(texts).split()[:4])
+            exact = [key for key, _ in closest(embedder.embed_query(query), blobs, embedder.dimensions, 10)]
+            found = [hit.record.id for hit in store.search({"scope": U1, "query": query, "mode": "semantic"})]
+            assert found[0] == exact[0], "the closest record is always found"
+            overlap.append(len(set(found) & set(exact)) / 10)
+        assert sum(overlap) / len(overlap) >= 0.9
