@@ -1,0 +1,38 @@
+"""The store benchmark with the embedder, run at a tiny size: it prints its report (with
+the real default model), never asserts timings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memory_admin.bench.store_semantic import main
+
+
+def test_report_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: object) -> None:
+    """(``embedder``: skipped where the semantic extra is missing.)"""
+    texts = tmp_path / "locomo.json"
+    texts.write_text(
+        json.dumps(
+            [
+                {
+                    "sample_id": "c0",
+                    "conversation": {"session_1_date_time": "1:56 pm on 8 May, 2023"},
+                    "observation": {"session_1_observation": {"A": [["Dana works on the payments team.", "D1:1"]]}},
+                    "qa": [],
+                }
+            ]
+        )
+    )
+    out = tmp_path / "store-semantic.md"
+    args = ["--sizes", "600", "--queries", "20", "--ingest", "30", "--dir", str(tmp_path), "--out", str(out)]
+    assert main([*args, "--texts", str(texts)]) == 0
+    printed = capsys.readouterr().out
+    for row in ("user-scoped hybrid p50 / p99 (ms)", "tenant-wide hybrid p50 / p99 (ms)", "bytes per record"):
+        assert f"| {row}" in printed
+    assert "ingest with embedding, LoCoMo observations of 32 characters (records/s)" in printed
+    assert "| records with a vector | 600 |" in printed, "every filled record has its vector"
+    assert "first tenant-wide search of a tenant in a process" in printed
+    assert out.read_text() == printed
