@@ -30,7 +30,7 @@ from memory_admin.dashboard.export import csv_table, json_lines
 from memory_admin.dashboard.forms import AuditLogForm
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Ability, Access, AmbiguousScope, NotVisible, access_for
-from memory_admin.dashboard.views.common import HtmxHttpRequest, query_page, render_region
+from memory_admin.dashboard.views.common import HtmxHttpRequest, form_problems, query_page, render_region
 from memory_admin.dashboard.views.export import counted, download
 from memory_admin.scope import Scope, format_scope
 
@@ -97,7 +97,7 @@ def audit_export(request: HtmxHttpRequest, fmt: str) -> HttpResponse | Streaming
     access.require(Ability.CURATE)
     form = AuditLogForm(request.GET)
     if not form.is_valid():
-        problems = "; ".join(f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items())
+        problems = form_problems(form)
         return render_error(
             request, ErrorPage(400, "That export is not valid", problems, "Fix the filters and export again.")
         )

@@ -22,7 +22,7 @@ from memory_admin.dashboard.forms import BrowseForm
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Access, access_for
 from memory_admin.dashboard.scopes import PickScope, resolve_scope
-from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store
+from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, form_problems
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.scope import Scope, format_scope
 from memory_admin.store import AdminMemoryStore
@@ -48,7 +48,7 @@ def export(request: HtmxHttpRequest, fmt: str) -> HttpResponse | StreamingHttpRe
     access = access_for(request)
     form = BrowseForm(request.GET)
     if not form.is_valid():
-        problems = "; ".join(f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items())
+        problems = form_problems(form)
         return render_error(
             request, ErrorPage(400, "That export is not valid", problems, "Fix the filters and export again.")
         )
