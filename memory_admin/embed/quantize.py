@@ -56,11 +56,17 @@ def int8_scores(query: Vector, codes: Codes, scales: Scales) -> Vector:
     return out * scales
 
 
+def to_blobs(matrix: Matrix) -> list[bytes]:
+    """One blob per row of ``matrix``, each ``scale (float32 LE) + codes (int8)``: ``4 + d`` bytes."""
+    codes, scales = quantize_int8(matrix)
+    le_scales = scales.astype("<f4")
+    return [le_scales[i].tobytes() + codes[i].tobytes() for i in range(codes.shape[0])]
+
+
 def to_blob(vector: Vector) -> bytes:
-    """One vector as ``scale (float32 LE) + codes (int8)``: ``4 + d`` bytes."""
+    """One vector as :func:`to_blobs` writes each row."""
     np = numpy()
-    codes, scales = quantize_int8(np.asarray(vector, dtype=np.float32)[None, :])
-    return bytes(scales.astype("<f4").tobytes() + codes[0].tobytes())
+    return to_blobs(np.asarray(vector, dtype=np.float32)[None, :])[0]
 
 
 def from_blob(blob: bytes, dimensions: int) -> tuple[Codes, float]:
@@ -86,4 +92,4 @@ def stack_blobs(blobs: list[bytes], dimensions: int) -> tuple[Codes, Scales]:
     return codes, scales
 
 
-__all__ = ["dequantize_int8", "from_blob", "int8_scores", "quantize_int8", "stack_blobs", "to_blob"]
+__all__ = ["dequantize_int8", "from_blob", "int8_scores", "quantize_int8", "stack_blobs", "to_blob", "to_blobs"]

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeVar
 
 from memory_admin.embed import embedder_for
+from memory_admin.embed.quantize import to_blobs
 from memory_admin.errors import (
     CapabilityError,
     MemoryEmbedderMismatchError,
@@ -56,7 +57,6 @@ from memory_admin.store.vectors import (
     VectorCache,
     VectorSpace,
     document_text,
-    encode,
     fuse,
 )
 from memory_admin.tokenize import unique_tokens
@@ -316,7 +316,7 @@ class StoreCore(ABC):
             return []
         texts = [document_text(item) for item in items]
         matrix = yield Compute(lambda: embedder.embed_documents(texts), lambda: embedder.aembed_documents(texts))
-        return encode(matrix)
+        return to_blobs(matrix)
 
     def _store_vectors(self, s: Session, records: Sequence[MemoryRecord], blobs: Sequence[bytes]) -> Op[None]:
         """In the records' own unit: their vectors, after checking (or claiming) the space."""

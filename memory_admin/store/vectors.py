@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from memory_admin.embed.fusion import CANDIDATES, KEYWORD_WEIGHT, zscore_fusion
-from memory_admin.embed.protocol import Matrix, Vector, numpy
-from memory_admin.embed.quantize import SCALE_BYTES, int8_scores, quantize_int8, stack_blobs
+from memory_admin.embed.protocol import Vector, numpy
+from memory_admin.embed.quantize import int8_scores, stack_blobs
 from memory_admin.records import MemoryHit, MemoryRecord, MemoryWriteInput
 
 if TYPE_CHECKING:
@@ -51,10 +51,6 @@ class VectorSpace:
     @classmethod
     def of(cls, embedder: Embedder) -> VectorSpace:
         return cls(embedder.model_id, embedder.dimensions)
-
-    @property
-    def blob_bytes(self) -> int:
-        return SCALE_BYTES + self.dimensions
 
 
 class LruCache(Generic[K, V]):
@@ -176,13 +172,6 @@ def document_text(record: MemoryRecord | MemoryWriteInput) -> str:
     return record.content
 
 
-def encode(matrix: Matrix) -> list[bytes]:
-    """One storage blob per row of unit vectors (scale as float32 LE, then int8 codes)."""
-    codes, scales = quantize_int8(matrix)
-    le_scales = scales.astype("<f4")
-    return [le_scales[i].tobytes() + codes[i].tobytes() for i in range(codes.shape[0])]
-
-
 def closest(query: Vector, rows: Sequence[tuple[K, bytes]], dimensions: int, limit: int) -> list[tuple[K, float]]:
     """The ``limit`` rows most similar to ``query`` (cosine, exact over the int8 codes),
     closest first; ties keep the rows' order. Scored :data:`SCAN_CHUNK` rows at a time."""
@@ -233,7 +222,6 @@ __all__ = [
     "VectorSpace",
     "closest",
     "document_text",
-    "encode",
     "fuse",
     "shortlist",
 ]

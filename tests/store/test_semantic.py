@@ -145,13 +145,14 @@ def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(tmp_path: Path
     import random
 
     from memory_admin.bench.corpus import Corpus
-    from memory_admin.store.vectors import closest, encode
+    from memory_admin.embed.quantize import to_blobs
+    from memory_admin.store.vectors import closest
 
     corpus, rng = Corpus(), random.Random(4)
     texts = [corpus.sentence(rng) for _ in range(1200)]  # three times the exact-scan limit
     with open_store(f"sqlite:///{tmp_path / 'memory.sqlite3'}", embedder=embedder) as store:
         records = store.write([rec(text) for text in texts])
-        blobs = list(zip((r.id for r in records), encode(embedder.embed_documents(texts)), strict=True))
+        blobs = list(zip((r.id for r in records), to_blobs(embedder.embed_documents(texts)), strict=True))
         overlap = []
         for _ in range(20):
             query = " ".join(rng.choice(texts).split()[:4])
