@@ -586,7 +586,7 @@ class SqlSession(ABC):
     vector_cache: VectorCache | None = None
     """The store's copy of the vectors it searched (set by the backend); ``None``: read every time."""
 
-    def similar(self, plan: SearchPlan, limit: int) -> Op[list[MemoryHit]]:
+    def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[MemoryHit]]:
         """The closest records, in three passes: a shortlist from the signs of the reached
         scopes' vectors (the process's copy while each scope's ``vec_version`` says it is
         current, else read from the store) — every vector when the scopes hold at most
@@ -594,9 +594,8 @@ class SqlSession(ABC):
         exact int8 scores, then the record filters (and the scope, again) on the best;
         only when too few of those pass does one filtered, exact scan decide."""
         d = self.dialect
-        space = yield from vector_space_op(d)
-        reached = None if space is None else (yield from self.records_reached(plan, "s.scope_id", "r.scope_id"))
-        if space is None or reached is None:
+        reached = yield from self.records_reached(plan, "s.scope_id", "r.scope_id")
+        if reached is None:
             return []
         (where, params), in_scope = reached
         stamps = yield Statement(

@@ -286,14 +286,19 @@ class StoreCore(ABC):
         needed = plan.offset + plan.limit + 1
 
         def steps(s: Session) -> Op[tuple[list[MemoryHit], Cursor | None]]:
-            yield from self._vector_space(s, claim=False)
+            space = yield from self._vector_space(s, claim=False)
             candidates = replace(plan, candidates=True)
+
+            def similar(limit: int) -> Op[list[MemoryHit]]:
+                # no vector space yet: nothing is embedded, nothing is close
+                return (yield from s.similar(candidates, limit, space)) if space is not None else []
+
             if plan.mode == "semantic":
-                ranked = yield from s.similar(candidates, needed)
+                ranked = yield from similar(needed)
                 ranked = [hit.model_copy(update={"score": hit.semantic_score}) for hit in ranked]
             else:
                 depth = max(needed, SEMANTIC_CANDIDATES)
-                semantic = yield from s.similar(candidates, depth)
+                semantic = yield from similar(depth)
                 keyword, _ = yield from s.search(replace(candidates, limit=depth, cursor=None))
                 ranked = fuse(keyword, semantic)
             page = ranked[plan.offset : plan.offset + plan.limit]

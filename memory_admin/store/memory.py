@@ -307,10 +307,7 @@ class _Session:
             return None  # forgotten in this unit
         return self._state.vectors.get(record_id)
 
-    def similar(self, plan: SearchPlan, limit: int) -> Op[list[MemoryHit]]:
-        space = self._space[-1] if self._space else self._state.space
-        if space is None:
-            return no_statements([])
+    def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[MemoryHit]]:
         by_id = {r.id: r for r in self._records() if passes_filters(r, plan)}
         rows = [(record_id, blob) for record_id in by_id if (blob := self._vector(record_id)) is not None]
         found = closest(plan.vector, rows, space.dimensions, limit)

@@ -159,10 +159,11 @@ class Session(Protocol):
         a record's vector goes when the record does."""
         ...
 
-    def similar(self, plan: SearchPlan, limit: int) -> Op[list[MemoryHit]]:
+    def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[MemoryHit]]:
         """The ``limit`` records closest to ``plan.vector`` among those every filter of
         the plan (scope, kinds, tags, keys, agent, ``as_of``, expiry, invalidation)
-        admits, closest first, ``semantic_score`` set (:func:`~memory_admin.store.vectors.closest`)."""
+        admits, closest first, ``semantic_score`` set; ``space`` is the store's vector
+        space, which the caller has read in this unit (:func:`~memory_admin.store.vectors.closest`)."""
         ...
 
     def unembedded(self, limit: int) -> Op[list[MemoryRecord]]:
