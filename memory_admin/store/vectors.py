@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -54,11 +54,14 @@ class VectorSpace:
 
 
 class LruCache(Generic[K, V]):
-    """A small thread-safe least-recently-used map."""
+    """A thread-safe least-recently-used map holding at most ``size`` of ``weight`` (by
+    default, items); a value heavier than the whole is not kept."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, weight: Callable[[V], int] | None = None) -> None:
         self._size = size
+        self._weight = weight or (lambda _: 1)
         self._items: OrderedDict[K, V] = OrderedDict()
+        self._total = 0
         self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
@@ -69,11 +72,23 @@ class LruCache(Generic[K, V]):
             return value
 
     def put(self, key: K, value: V) -> None:
+        weight = self._weight(value)
+        if weight > self._size:
+            return
         with self._lock:
+            previous = self._items.pop(key, None)
+            if previous is not None:
+                self._total -= self._weight(previous)
             self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
+            self._total += weight
+            while self._total > self._size:
+                _, evicted = self._items.popitem(last=False)
+                self._total -= self._weight(evicted)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._total = 0
 
 
 @dataclass(frozen=True)
@@ -112,41 +127,18 @@ class VectorCache:
     """
 
     def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._scopes: OrderedDict[int, ScopeVectors] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._scopes: LruCache[int, ScopeVectors] = LruCache(max_bytes, weight=lambda vectors: vectors.nbytes)
 
     def get(self, scope_id: int, version: int) -> ScopeVectors | None:
-        with self._lock:
-            found = self._scopes.get(scope_id)
-            if found is None or found.version != version:
-                return None
-            self._scopes.move_to_end(scope_id)
-            return found
+        found = self._scopes.get(scope_id)
+        return found if found is not None and found.version == version else None
 
     def put(self, scope_id: int, vectors: ScopeVectors) -> None:
-        if vectors.nbytes > self.max_bytes:
-            return
-        with self._lock:
-            previous = self._scopes.pop(scope_id, None)
-            if previous is not None:
-                self._bytes -= previous.nbytes
-            self._scopes[scope_id] = vectors
-            self._bytes += vectors.nbytes
-            while self._bytes > self.max_bytes:
-                _, evicted = self._scopes.popitem(last=False)
-                self._bytes -= evicted.nbytes
-
-    @property
-    def nbytes(self) -> int:
-        return self._bytes
+        self._scopes.put(scope_id, vectors)
 
     def clear(self) -> None:
         """Forget every copy (after a delete or an erasure: no forgotten vector stays in RAM)."""
-        with self._lock:
-            self._scopes.clear()
-            self._bytes = 0
+        self._scopes.clear()
 
 
 def shortlist(query: Vector, scopes: Sequence[ScopeVectors], size: int) -> list[int]:
