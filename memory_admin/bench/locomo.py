@@ -217,7 +217,6 @@ class StoreRun:
         self.tenant = tenant
         self.mode = mode
         self.owner: dict[str, tuple[str, frozenset[str]]] = {}
-        self.texts: dict[str, str] = {}
         started = time.perf_counter()
         for conversation in dataset.conversations:
             inputs = [
@@ -236,7 +235,6 @@ class StoreRun:
                 records, (o for o in dataset.observations if o.conversation == conversation), strict=True
             ):
                 self.owner[record.id] = (conversation, obs.dialog_ids)
-                self.texts[record.id] = record.content
         self.ingest_seconds = time.perf_counter() - started
 
     def scope(self, conversation: str) -> dict[str, str]:
@@ -253,34 +251,42 @@ class StoreRun:
     def search_by(
         self, mode: SearchMode, conversation: str, text: str, limit: int = SEARCH_LIMIT
     ) -> tuple[list[tuple[str, frozenset[str], str]], float]:
-        query = {"scope": self.scope(conversation), "scope_match": "visible", "query": text, "limit": limit}
         started = time.perf_counter()
-        hits = self.store.search({**query, "mode": mode})
+        hits = self.store.search(self.query(conversation, text, limit, mode))
         elapsed = time.perf_counter() - started
         return [self.describe(hit.record) for hit in hits], elapsed
 
     def keyword(self, conversation: str, text: str) -> tuple[list[tuple[str, frozenset[str], str]], float]:
         return self.search_by("keyword", conversation, text)
 
-    def candidates(self, conversation: str, text: str) -> tuple[dict[str, float], dict[str, float]]:
-        """The keyword and semantic sides a hybrid search fuses: record id → BM25 / cosine."""
-        query = {"scope": self.scope(conversation), "scope_match": "visible", "query": text, "limit": FUSE_DEPTH}
-        keyword = {h.record.id: h.score or 0.0 for h in self.store.search({**query, "mode": "keyword"})}
-        semantic = {h.record.id: h.score or 0.0 for h in self.store.search({**query, "mode": "semantic"})}
-        return keyword, semantic
+    def query(self, conversation: str, text: str, limit: int, mode: SearchMode) -> dict[str, Any]:
+        """A search of ``text`` in the conversation's scope, as the toolbox reads (visible match)."""
+        return {
+            "scope": self.scope(conversation),
+            "scope_match": "visible",
+            "query": text,
+            "limit": limit,
+            "mode": mode,
+        }
+
+    def candidates(
+        self, conversation: str, text: str
+    ) -> tuple[dict[str, float], dict[str, float], dict[str, MemoryRecord]]:
+        """The keyword and semantic sides a hybrid search fuses (record id → BM25 / cosine),
+        and their records."""
+        keyword = self.store.search(self.query(conversation, text, FUSE_DEPTH, "keyword"))
+        semantic = self.store.search(self.query(conversation, text, FUSE_DEPTH, "semantic"))
+        records = {hit.record.id: hit.record for hit in (*keyword, *semantic)}
+        return {h.record.id: h.score or 0.0 for h in keyword}, {h.record.id: h.score or 0.0 for h in semantic}, records
 
     def rrf(self, conversation: str, text: str) -> tuple[list[tuple[str, frozenset[str], str]], float]:
         """What most libraries ship: reciprocal rank fusion (k = 60, equal weights) of the
         store's keyword and semantic searches."""
         started = time.perf_counter()
-        keyword, semantic = self.candidates(conversation, text)
+        keyword, semantic, records = self.candidates(conversation, text)
         fused = rrf_fusion(list(keyword), list(semantic), limit=SEARCH_LIMIT)
         elapsed = time.perf_counter() - started
-        return [self.owner_of(record_id) for record_id, _ in fused], elapsed
-
-    def owner_of(self, record_id: str) -> tuple[str, frozenset[str], str]:
-        conversation, ids = self.owner.get(record_id, (f"<foreign {record_id}>", frozenset()))
-        return conversation, ids, self.texts.get(record_id, "")
+        return [self.describe(records[record_id]) for record_id, _ in fused], elapsed
 
     def recall_block(self, question: Question, tally: BlockTally) -> None:
         started = time.perf_counter()
@@ -351,9 +357,8 @@ class QuietTimings:
 
     def measure(self, loaded: StoreRun, quiet: BaseMemoryStore, question: Question) -> None:
         scope = loaded.scope(question.conversation)
-        query = {"scope": scope, "scope_match": "visible", "query": question.text, "limit": SEARCH_LIMIT}
         started = time.perf_counter()
-        quiet.search(query)
+        quiet.search(loaded.query(question.conversation, question.text, SEARCH_LIMIT, loaded.mode))
         self.search_ms.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
         assemble_recall(quiet, scope, question.text)
@@ -430,10 +435,10 @@ def run(
                     tally.probe(elsewhere, search(elsewhere, question.text)[0])
                 loaded.recall_block(question, block_tally)
                 if curve:
-                    keyword, semantic = loaded.candidates(question.conversation, question.text)
+                    keyword, semantic, records = loaded.candidates(question.conversation, question.text)
                     for weight, shares in curve.items():
                         fused = zscore_fusion(keyword, semantic, keyword_weight=weight, limit=SEARCH_LIMIT)
-                        covered = set().union(frozenset(), *(loaded.owner_of(hit.key)[1] for hit in fused))
+                        covered = set().union(frozenset(), *(loaded.describe(records[hit.key])[1] for hit in fused))
                         shares.append(len(question.evidence & covered) / len(question.evidence))
                 if quiet_timings is not None and quiet is not None and not index % 2:
                     quiet_timings.measure(loaded, quiet, question)
