@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeVar
 
 from memory_admin.embed import embedder_for
+from memory_admin.embed.fusion import CANDIDATES as FUSION_CANDIDATES
 from memory_admin.embed.quantize import to_blobs
 from memory_admin.errors import (
     CapabilityError,
@@ -52,7 +53,6 @@ from memory_admin.store.session import (
     Unit,
 )
 from memory_admin.store.vectors import (
-    SEMANTIC_CANDIDATES,
     LruCache,
     VectorCache,
     VectorSpace,
@@ -297,7 +297,7 @@ class StoreCore(ABC):
                 ranked = yield from similar(needed)
                 ranked = [hit.model_copy(update={"score": hit.semantic_score}) for hit in ranked]
             else:
-                depth = max(needed, SEMANTIC_CANDIDATES)
+                depth = max(needed, FUSION_CANDIDATES)
                 semantic = yield from similar(depth)
                 keyword, _ = yield from s.search(replace(candidates, limit=depth, cursor=None))
                 ranked = fuse(keyword, semantic)

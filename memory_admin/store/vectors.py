@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from memory_admin.embed.fusion import CANDIDATES, KEYWORD_WEIGHT, zscore_fusion
+from memory_admin.embed.fusion import KEYWORD_WEIGHT, zscore_fusion
 from memory_admin.embed.protocol import Vector, numpy
 from memory_admin.embed.quantize import int8_scores, stack_blobs
 from memory_admin.records import MemoryHit, MemoryRecord, MemoryWriteInput
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
-SEMANTIC_CANDIDATES = CANDIDATES
-"""How many of the closest records a hybrid search fuses with as many keyword hits."""
 DEFAULT_CACHE_BYTES = 96 * 2**20
 """What a store keeps of the vectors it searched: 56 bytes a record (its key and the
 signs of its vector), about 1.7 million records."""
@@ -207,7 +205,6 @@ def fuse(keyword: Sequence[MemoryHit], semantic: Sequence[MemoryHit]) -> list[Me
 __all__ = [
     "DEFAULT_CACHE_BYTES",
     "SCAN_CHUNK",
-    "SEMANTIC_CANDIDATES",
     "LruCache",
     "ScopeVectors",
     "VectorCache",
