@@ -20,7 +20,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from itertools import combinations
 from typing import Any, TypeVar
 
@@ -28,9 +27,9 @@ from pydantic import ValidationError
 
 from memory_admin.errors import MemoryCorruptionError, MemoryValidationError
 from memory_admin.events import AnyEvent, EventQuery, MemoryRecallEvent, StoredEvent, forget_records, parse_event
-from memory_admin.records import MemoryHit, MemoryRecord, trusted_record, validation_problems
+from memory_admin.records import MemoryRecord, validation_problems
 from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, canonical_scope, scope_json
-from memory_admin.store.plan import SearchPlan
+from memory_admin.store.plan import Candidate, SearchPlan
 from memory_admin.store.protocol import CorruptionScan, CorruptRecord
 from memory_admin.store.ranking import VISIBLE_ENUMERATION_LIMIT
 from memory_admin.store.vectors import ScopeVectors, VectorCache, VectorSpace, closest, shortlist
@@ -106,6 +105,10 @@ class Dialect(ABC):
     def id_param(self, record_id: str) -> Any:
         """A record id as the ``id`` column stores it."""
         return record_id
+
+    def id_text(self, stored: Any) -> str:
+        """A record id from the ``id`` column's raw value (the inverse of :meth:`id_param`)."""
+        return str(stored)
 
 
 RECORD_COLUMNS = (
@@ -200,15 +203,6 @@ def record_values(
         # stored only when it says more than created_at
         "observed_at": None if record.observed_at == record.created_at else to_db_time(record.observed_at),
     }
-
-
-def candidate_from_row(row: Mapping[str, Any]) -> MemoryRecord:
-    """A search candidate's record, unchecked: its id, scope and content as stored, for a
-    fusion that reads its page again through :func:`record_from_row` (a fifth of the
-    cost; nothing built here is ever returned)."""
-    values: dict[str, Any] = dict.fromkeys(MemoryRecord.model_fields)
-    values.update(id=str(row["id"]), scope=json.loads(row["scope"]) if row.get("scope") else {}, content=row["content"])
-    return trusted_record(**values)
 
 
 def record_from_row(row: Mapping[str, Any], from_db_time: Callable[[Any], datetime]) -> MemoryRecord:
@@ -586,7 +580,7 @@ class SqlSession(ABC):
     vector_cache: VectorCache | None = None
     """The store's copy of the vectors it searched (set by the backend); ``None``: read every time."""
 
-    def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[MemoryHit]]:
+    def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[Candidate]]:
         """The closest records, in three passes: a shortlist from the signs of the reached
         scopes' vectors (the process's copy while each scope's ``vec_version`` says it is
         current, else read from the store) — every vector when the scopes hold at most
@@ -610,24 +604,15 @@ class SqlSession(ABC):
         depth = max(limit * PREFILTER_FACTOR, PREFILTER_MIN)
         listed = shortlist(plan.vector, scopes, max(SHORTLIST, 2 * depth))
         found = closest(plan.vector, (yield from self._vectors_of(listed)), space.dimensions, depth)
-        kept = yield from self._passing([key for key, _ in found], filters, filter_params)
-        found = [(key, score) for key, score in found if key in kept]
+        ids = yield from self._passing([key for key, _ in found], filters, filter_params)
+        found = [(key, score) for key, score in found if key in ids]
         total = sum(len(scope.keys) for scope in scopes)
         if len(found) < limit and total > depth:
             # the filters ruled out too many of the closest: score every record they admit
             every = [int(key) for scope in scopes for key in scope.keys.tolist()]
-            admitted = yield from self._passing(every, filters, filter_params)
-            found = closest(plan.vector, (yield from self._vectors_of(sorted(admitted))), space.dimensions, limit)
-        found = found[:limit]
-        if not found:
-            return []
-        keys, key_params = d.one_of(f"r.{d.key}", [key for key, _ in found])
-        records = yield Statement(f"{self.record_select} WHERE {keys}", key_params)
-        build = candidate_from_row if plan.candidates else partial(record_from_row, from_db_time=d.from_db_time)
-        by_key = {row[d.key]: build(row) for row in records}
-        return [
-            MemoryHit.model_construct(record=by_key[key], semantic_score=score) for key, score in found if key in by_key
-        ]
+            ids = yield from self._passing(every, filters, filter_params)
+            found = closest(plan.vector, (yield from self._vectors_of(sorted(ids))), space.dimensions, limit)
+        return [Candidate(d.id_text(ids[key]), score) for key, score in found[:limit]]
 
     def _vectors_of(self, keys: Sequence[int]) -> Op[list[tuple[int, bytes]]]:
         """The stored vectors of these records, in key order."""
@@ -671,16 +656,19 @@ class SqlSession(ABC):
                 found.append(vectors)
         return found
 
-    def _passing(self, keys: Sequence[int], filters: str, params: Sequence[Any]) -> Op[set[int]]:
-        """Which of these records the plan's scope and every other filter admit."""
+    def _passing(self, keys: Sequence[int], filters: str, params: Sequence[Any]) -> Op[dict[int, Any]]:
+        """Which of these records the plan's scope and every other filter admit, each key
+        with its record's stored id."""
         if not keys:
-            return set()
+            return {}
         d = self.dialect
         among, among_params = d.one_of(f"r.{d.key}", keys)
         rows = yield Statement(
-            f"SELECT r.{d.key} FROM memory_records r WHERE {among} AND {filters}", [*among_params, *params], raw=True
+            f"SELECT r.{d.key}, r.id FROM memory_records r WHERE {among} AND {filters}",
+            [*among_params, *params],
+            raw=True,
         )
-        return {int(row[0]) for row in rows}
+        return {int(row[0]): row[1] for row in rows}
 
     def unembedded(self, limit: int) -> Op[list[MemoryRecord]]:
         d = self.dialect

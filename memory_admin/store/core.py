@@ -39,7 +39,7 @@ from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store._sql import Op, Statement
 from memory_admin.store.event_buffer import DEFAULT_CAPACITY, DEFAULT_INTERVAL, EventBuffer
 from memory_admin.store.ids import IdFactory
-from memory_admin.store.plan import Cursor, SearchPlan
+from memory_admin.store.plan import Candidate, Cursor, SearchPlan
 from memory_admin.store.protocol import (
     ErasureReport,
     MemoryStoreCapabilities,
@@ -54,8 +54,10 @@ from memory_admin.store.session import (
 )
 from memory_admin.store.vectors import (
     LruCache,
+    Ranked,
     VectorCache,
     VectorSpace,
+    by_meaning,
     document_text,
     fuse,
 )
@@ -287,28 +289,24 @@ class StoreCore(ABC):
 
         def steps(s: Session) -> Op[tuple[list[MemoryHit], Cursor | None]]:
             space = yield from self._vector_space(s, claim=False)
-            candidates = replace(plan, candidates=True)
 
-            def similar(limit: int) -> Op[list[MemoryHit]]:
+            def similar(limit: int) -> Op[list[Candidate]]:
                 # no vector space yet: nothing is embedded, nothing is close
-                return (yield from s.similar(candidates, limit, space)) if space is not None else []
+                return (yield from s.similar(plan, limit, space)) if space is not None else []
 
+            ranked: list[Ranked]
             if plan.mode == "semantic":
-                ranked = yield from similar(needed)
-                ranked = [hit.model_copy(update={"score": hit.semantic_score}) for hit in ranked]
+                ranked = by_meaning((yield from similar(needed)))
             else:
                 depth = max(needed, FUSION_CANDIDATES)
                 semantic = yield from similar(depth)
-                keyword, _ = yield from s.search(replace(candidates, limit=depth, cursor=None))
-                ranked = fuse(keyword, semantic)
+                ranked = fuse((yield from s.keyword_candidates(plan, depth)), semantic)
             page = ranked[plan.offset : plan.offset + plan.limit]
-            # the page's records, read again and checked (a corrupt row is reported, never shown)
-            records = yield from s.get_many([hit.record.id for hit in page])
-            page = [
-                hit.model_copy(update={"record": records[hit.record.id]}) for hit in page if hit.record.id in records
-            ]
+            # the page's records, read and checked (a corrupt row is reported, never shown)
+            records = yield from s.get_many([hit.id for hit in page])
+            hits = [hit.hit(records[hit.id]) for hit in page if hit.id in records]
             more = len(ranked) > plan.offset + plan.limit
-            return page, Cursor(offset=plan.offset + plan.limit) if more else None
+            return hits, Cursor(offset=plan.offset + plan.limit) if more else None
 
         page: tuple[list[MemoryHit], Cursor | None] = yield Unit("snapshot", steps)
         return page

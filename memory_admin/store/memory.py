@@ -11,7 +11,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +27,7 @@ from memory_admin.store.base import (
     Slot,
     full_capabilities,
 )
-from memory_admin.store.plan import Cursor, SearchPlan, now_us
+from memory_admin.store.plan import Candidate, Cursor, SearchPlan, now_us
 from memory_admin.store.protocol import CorruptionScan, ScopeCounts, ScopeFacet
 from memory_admin.store.ranking import build_facets
 from memory_admin.store.vectors import VectorSpace, closest
@@ -217,6 +217,10 @@ class _Session:
     def search(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
         return no_statements(self._store._list(plan))
 
+    def keyword_candidates(self, plan: SearchPlan, limit: int) -> Op[list[Candidate]]:
+        hits, _ = self._store._list(replace(plan, limit=limit, cursor=None))
+        return no_statements([Candidate(hit.record.id, hit.score or 0.0, hit.terms) for hit in hits])
+
     def count(self, plan: SearchPlan) -> Op[ScopeCounts]:
         records = [row.record for row in self._state.rows.values() if passes_filters(row.record, plan)]
         by_kind = Counter(r.kind for r in records)
@@ -307,11 +311,10 @@ class _Session:
             return None  # forgotten in this unit
         return self._state.vectors.get(record_id)
 
-    def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[MemoryHit]]:
-        by_id = {r.id: r for r in self._records() if passes_filters(r, plan)}
-        rows = [(record_id, blob) for record_id in by_id if (blob := self._vector(record_id)) is not None]
-        found = closest(plan.vector, rows, space.dimensions, limit)
-        return no_statements([MemoryHit(record=by_id[i], semantic_score=score) for i, score in found])
+    def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[Candidate]]:
+        admitted = [r.id for r in self._records() if passes_filters(r, plan)]
+        rows = [(record_id, blob) for record_id in admitted if (blob := self._vector(record_id)) is not None]
+        return no_statements([Candidate(i, score) for i, score in closest(plan.vector, rows, space.dimensions, limit)])
 
     def unembedded(self, limit: int) -> Op[list[MemoryRecord]]:
         missing = [r for r in self._records() if self._vector(r.id) is None]

@@ -69,9 +69,6 @@ class SearchPlan:
     """How a ranked plan matches (resolved: never ``None``)."""
     vector: Any = None
     """The query's embedding, once a semantic or hybrid search has computed it."""
-    candidates: bool = False
-    """The hits are candidates (of a fusion) whose page is read again, checked, before
-    anyone sees it: a backend may build their records unchecked."""
 
     @property
     def ranked(self) -> bool:
@@ -89,4 +86,16 @@ class SearchPlan:
         return (self.cursor.offset or 0) if self.cursor is not None else 0
 
 
-__all__ = ["MAX_CURSOR_VALUE", "Cursor", "SearchPlan", "now_us"]
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One side's hit before a semantic or hybrid search fuses and pages: the record's id
+    and its score on that side (BM25 or cosine), and for a keyword match the query terms
+    it holds with their parts of the score. No record is built for it: the page's records
+    are read (and checked) once the order is known."""
+
+    id: str
+    score: float
+    terms: dict[str, float] | None = None
+
+
+__all__ = ["MAX_CURSOR_VALUE", "Candidate", "Cursor", "SearchPlan", "now_us"]

@@ -13,7 +13,7 @@ from memory_admin.events import AnyEvent, EventQuery, StoredEvent
 from memory_admin.records import MemoryHit, MemoryRecord
 from memory_admin.scope import Scope, scope_json
 from memory_admin.store._sql import Op
-from memory_admin.store.plan import Cursor, SearchPlan
+from memory_admin.store.plan import Candidate, Cursor, SearchPlan
 from memory_admin.store.protocol import CorruptionScan, ScopeCounts, ScopeFacet
 from memory_admin.store.vectors import VectorSpace
 
@@ -120,6 +120,12 @@ class Session(Protocol):
         ...
 
     def search(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]: ...
+
+    def keyword_candidates(self, plan: SearchPlan, limit: int) -> Op[list[Candidate]]:
+        """The ``limit`` best keyword matches of a ranked plan, best first, as a fusion's
+        candidates: the same ranking as :meth:`search`, without reading their records."""
+        ...
+
     def count(self, plan: SearchPlan) -> Op[ScopeCounts]: ...
     def facets(self, scope: Scope | None, values_per_key: int) -> Op[list[ScopeFacet]]: ...
     def find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> Op[CorruptionScan]: ...
@@ -159,10 +165,10 @@ class Session(Protocol):
         a record's vector goes when the record does."""
         ...
 
-    def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[MemoryHit]]:
+    def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[Candidate]]:
         """The ``limit`` records closest to ``plan.vector`` among those every filter of
         the plan (scope, kinds, tags, keys, agent, ``as_of``, expiry, invalidation)
-        admits, closest first, ``semantic_score`` set; ``space`` is the store's vector
+        admits, closest first, scored by cosine similarity; ``space`` is the store's vector
         space, which the caller has read in this unit (:func:`~memory_admin.store.vectors.closest`)."""
         ...
 

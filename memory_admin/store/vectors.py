@@ -25,6 +25,7 @@ from memory_admin.embed.fusion import KEYWORD_WEIGHT, zscore_fusion
 from memory_admin.embed.protocol import Vector, numpy
 from memory_admin.embed.quantize import int8_scores, stack_blobs
 from memory_admin.records import MemoryHit, MemoryRecord, MemoryWriteInput
+from memory_admin.store.plan import Candidate
 
 if TYPE_CHECKING:
     from memory_admin.embed.protocol import Embedder
@@ -179,26 +180,44 @@ def closest(query: Vector, rows: Sequence[tuple[K, bytes]], dimensions: int, lim
     return [(rows[i][0], round(float(scores[i]), 6)) for i in order]
 
 
-def fuse(keyword: Sequence[MemoryHit], semantic: Sequence[MemoryHit]) -> list[MemoryHit]:
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A semantic or hybrid search's hit before its record is read: the order's score
+    and where it came from (see :class:`~memory_admin.records.MemoryHit`)."""
+
+    id: str
+    score: float
+    keyword_score: float | None = None
+    semantic_score: float | None = None
+    terms: dict[str, float] | None = None
+
+    def hit(self, record: MemoryRecord) -> MemoryHit:
+        return MemoryHit.model_construct(
+            record=record,
+            score=self.score,
+            keyword_score=self.keyword_score,
+            semantic_score=self.semantic_score,
+            terms=self.terms,
+        )
+
+
+def by_meaning(semantic: Sequence[Candidate]) -> list[Ranked]:
+    """A semantic search's order: the closest first, scored by cosine similarity."""
+    return [Ranked(c.id, c.score, semantic_score=c.score) for c in semantic]
+
+
+def fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate]) -> list[Ranked]:
     """Both sides' candidates in one order (:func:`~memory_admin.embed.fusion.zscore_fusion`,
-    BM25 weighted :data:`~memory_admin.embed.fusion.KEYWORD_WEIGHT`), each hit carrying
-    its keyword and semantic scores beside the fused one."""
-    by_id = {hit.record.id: hit.record for hit in (*semantic, *keyword)}
-    terms = {hit.record.id: hit.terms for hit in keyword}
+    BM25 weighted :data:`~memory_admin.embed.fusion.KEYWORD_WEIGHT`), each carrying its
+    keyword and semantic scores (and matched terms) beside the fused one."""
+    terms = {c.id: c.terms for c in keyword}
     fused = zscore_fusion(
-        {hit.record.id: hit.score or 0.0 for hit in keyword},
-        {hit.record.id: hit.semantic_score or 0.0 for hit in semantic},
+        {c.id: c.score for c in keyword},
+        {c.id: c.score for c in semantic},
         keyword_weight=KEYWORD_WEIGHT,
     )
     return [
-        MemoryHit.model_construct(
-            record=by_id[hit.key],
-            score=round(hit.score, 6),
-            keyword_score=hit.keyword_raw,
-            semantic_score=hit.semantic_raw,
-            terms=terms.get(hit.key),
-        )
-        for hit in fused
+        Ranked(hit.key, round(hit.score, 6), hit.keyword_raw, hit.semantic_raw, terms.get(hit.key)) for hit in fused
     ]
 
 
@@ -206,9 +225,11 @@ __all__ = [
     "DEFAULT_CACHE_BYTES",
     "SCAN_CHUNK",
     "LruCache",
+    "Ranked",
     "ScopeVectors",
     "VectorCache",
     "VectorSpace",
+    "by_meaning",
     "closest",
     "document_text",
     "fuse",

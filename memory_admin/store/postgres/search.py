@@ -37,13 +37,12 @@ from memory_admin.store._sql import (
     Op,
     Row,
     Statement,
-    candidate_from_row,
     pair_token,
     record_filters,
     record_from_row,
     visible_candidates,
 )
-from memory_admin.store.plan import Cursor, SearchPlan
+from memory_admin.store.plan import Candidate, Cursor, SearchPlan
 from memory_admin.store.protocol import ScopeCounts, ScopeFacet
 from memory_admin.tokenize import TERMS_IDENTITY, tokenize
 
@@ -355,7 +354,48 @@ class TermFrequencies:
 
 
 def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[MemoryHit], Cursor | None]]:
-    """Relevance search: BM25 over the searched scopes, the same rules as SQLite's.
+    """A page of a relevance search (:func:`rank_op`), its records read whole."""
+    found = yield from rank_op(plan, frequencies, plan.offset + plan.limit + 1)
+    if found is None:
+        return [], None
+    search, page = found
+    shown = yield from _whole(search, page[plan.offset : plan.offset + plan.limit])
+    hits = [
+        MemoryHit.model_construct(
+            record=record_of(search.records[seq]), score=score, terms=_parts(search.records[seq], plan, search)
+        )
+        for score, seq in shown
+    ]
+    return hits, Cursor(offset=plan.offset + plan.limit) if len(page) > plan.offset + plan.limit else None
+
+
+def candidates_op(plan: SearchPlan, frequencies: TermFrequencies, limit: int) -> Op[list[Candidate]]:
+    """The ``limit`` best keyword matches as fusion candidates (ids, scores, term parts)."""
+    found = yield from rank_op(plan, frequencies, limit + 1)
+    if found is None:
+        return []
+    search, page = found
+    shown = yield from _whole(search, page[:limit])
+    return [
+        Candidate(str(search.records[seq]["id"]), score, _parts(search.records[seq], plan, search))
+        for score, seq in shown
+    ]
+
+
+def _whole(search: _Ranking, shown: Sequence[tuple[float, Any, int]]) -> Op[list[tuple[float, int]]]:
+    """These ranked candidates as (score, seq), every one's row read (most came back whole)."""
+    missing = [seq for _, _, seq in shown if seq not in search.records]
+    if missing:
+        rows = yield Statement(RECORD_SELECT + RECORD_FROM + " WHERE r.seq = ANY(%s)", [missing])
+        search.records.update((int(row["seq"]), row) for row in rows)
+    return [(score, seq) for score, _, seq in shown]
+
+
+def rank_op(
+    plan: SearchPlan, frequencies: TermFrequencies, needed: int
+) -> Op[tuple[_Ranking, list[tuple[float, Any, int]]] | None]:
+    """Relevance search: BM25 over the searched scopes, the same rules as SQLite's; the
+    ``needed`` best are exact. ``None`` when no stored scope can match.
 
     The collection is the searched scopes (record and token counters kept by triggers);
     a token's presence stands for its frequency (a record holds one fact, so words rarely
@@ -371,8 +411,6 @@ def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[M
     run in one snapshot.
     """
     scope_where, scope_params = scope_condition(plan)
-    offset = plan.offset
-    needed = offset + plan.limit + 1
     budget = ranking.candidate_budget(needed)
     lexemes = [lexeme(token) for token in plan.tokens]
     found = yield Statement(
@@ -383,7 +421,7 @@ def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[M
         scope_params,
     )
     if not found[0]["scopes"]:
-        return [], None
+        return None
     search = _Ranking(plan, lexemes, n=max(int(found[0]["n"]), 1), tokens=int(found[0]["t"]), needed=needed)
     scope_ids: list[int] | None = found[0]["ids"]
     scope_texts: list[str] | None = found[0]["texts"]
@@ -434,20 +472,7 @@ def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[M
             held = f" & !{_any_of(fetched)}" if fetched else ""
             loop.fetched(search.take((yield search.newest_matches(scope_ids, _quote(lex) + held, room))))
 
-    page = search.ranked()
-    shown = page[offset : offset + plan.limit]
-    missing = [seq for _, _, seq in shown if seq not in search.records]
-    if missing:
-        rows = yield Statement(RECORD_SELECT + RECORD_FROM + " WHERE r.seq = ANY(%s)", [missing])
-        search.records.update((int(row["seq"]), row) for row in rows)
-    build = candidate_from_row if plan.candidates else record_of
-    hits = [
-        MemoryHit.model_construct(
-            record=build(search.records[seq]), score=score, terms=_parts(search.records[seq], plan, search)
-        )
-        for score, _, seq in shown
-    ]
-    return hits, Cursor(offset=offset + plan.limit) if len(page) > offset + plan.limit else None
+    return search, search.ranked()
 
 
 class _Ranking:

@@ -24,12 +24,13 @@ from memory_admin.store.base import (
     Invalidation,
     Slot,
 )
-from memory_admin.store.plan import Cursor, SearchPlan
+from memory_admin.store.plan import Candidate, Cursor, SearchPlan
 from memory_admin.store.postgres.search import (
     DIALECT,
     RECORD_FROM,
     RECORD_SELECT,
     TermFrequencies,
+    candidates_op,
     count_op,
     document,
     facets_op,
@@ -260,6 +261,9 @@ class PostgresSession(SqlSession):
 
     def search(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
         return (yield from list_op(plan, self._frequencies))
+
+    def keyword_candidates(self, plan: SearchPlan, limit: int) -> Op[list[Candidate]]:
+        return (yield from candidates_op(plan, self._frequencies, limit))
 
     def count(self, plan: SearchPlan) -> Op[ScopeCounts]:
         return (yield from count_op(plan))

@@ -13,7 +13,7 @@ import functools
 import json
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
@@ -27,14 +27,13 @@ from memory_admin.store._sql import (
     Dialect,
     Op,
     Statement,
-    candidate_from_row,
     filter_tokens,
     record_filters,
     record_from_row,
     tenant_pair_token,
     visible_candidates,
 )
-from memory_admin.store.plan import Cursor, SearchPlan
+from memory_admin.store.plan import Candidate, Cursor, SearchPlan
 from memory_admin.store.sqlite.terms import memory_terms
 
 PROVENANCE_COLUMNS = ("source", "author", "conversation_id", "run_id")
@@ -49,7 +48,7 @@ RECORD_SELECT = (
 RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id"
 DF_SAMPLE = 2000
 """Document frequencies above this are estimated from how far back the newest matches reach."""
-_SCORED_COLUMNS = "SELECT r.rid, r.content, r.tags, r.created_at, coalesce(r.observed_at, r.created_at)"
+_SCORED_COLUMNS = "SELECT r.rid, r.id, r.content, r.tags, r.created_at, coalesce(r.observed_at, r.created_at)"
 
 
 DAY_US = 86_400_000_000
@@ -187,18 +186,6 @@ class TermStatistics:
         return min(docs, round(matched * top / max(top - int(oldest) + 1, 1)))
 
 
-def _parts(row: Any, average: float, weights: Mapping[str, float]) -> dict[str, float] | None:
-    """A ranked hit's terms with their parts of its score (``None`` for a row too
-    corrupt to say; reading it reports that)."""
-    try:
-        stated = row["observed_at"] if row["observed_at"] is not None else row["created_at"]
-        tags = json.loads(row["tags"]) if row["tags"] else ()
-        text = ranking.record_text(row["content"], tags, _day(stated // DAY_US))
-    except (ValueError, TypeError, OverflowError, OSError):
-        return None
-    return ranking.text_contributions(text, average, weights)
-
-
 class Search:
     """The search primitive of a SQLite store."""
 
@@ -279,7 +266,36 @@ class Search:
         raise MemoryStoreError(f"row {rid} failed to index but validates; run PRAGMA integrity_check")
 
     def _ranked(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
-        """Relevance search: FTS5 finds candidates, BM25 ranks them in Python.
+        found = yield from self._rank(plan, plan.offset + plan.limit + 1)
+        if found is None:
+            return [], None
+        ranked, held = found
+        page = ranked[plan.offset : plan.offset + plan.limit]
+        rows = yield Statement(
+            RECORD_SELECT + RECORD_FROM + " WHERE r.rid IN (SELECT value FROM json_each(?))",
+            [json_list(rid for _, _, rid in page)],
+        )
+        by_rid = {row["rid"]: row for row in rows}
+        hits = [
+            MemoryHit.model_construct(record=self._record(by_rid[rid]), score=value, terms=held[rid][1])
+            for value, _, rid in page
+        ]
+        more = len(ranked) > plan.offset + plan.limit
+        return hits, Cursor(offset=plan.offset + plan.limit) if more else None
+
+    def candidates(self, plan: SearchPlan, limit: int) -> Op[list[Candidate]]:
+        """The ``limit`` best keyword matches as fusion candidates: ids, scores and term
+        parts, all known from ranking (no record is read for them)."""
+        found = yield from self._rank(plan, limit + 1)
+        if found is None:
+            return []
+        ranked, held = found
+        return [Candidate(self.d.id_text(held[rid][0]), value, held[rid][1]) for value, _, rid in ranked[:limit]]
+
+    def _rank(self, plan: SearchPlan, needed: int) -> Op[tuple[list[tuple[float, Any, int]], dict[int, Any]] | None]:
+        """Relevance search: FTS5 finds candidates, BM25 ranks them in Python. Returns
+        the ranking (score, created, rid) and each candidate's stored id and term parts;
+        ``None`` when no stored scope can match.
 
         FTS5's own bm25() scans every query token's whole posting list to weigh it, so
         a common word (or a tenant's scope token) costs O(records containing it) per
@@ -288,18 +304,18 @@ class Search:
         The ranking is exhaustive in scopes of up to
         :data:`~memory_admin.store.ranking.SMALL_SCOPE` records, and in larger ones exact
         unless a token's matches exhaust the candidate budget; then the most common
-        tokens contribute only their newest matches.
+        tokens contribute only their newest matches. The ``needed`` best are exact.
         """
         found = yield from self._filter_expression(plan)
         if found is None:
-            return [], None
+            return None
         scope_filter, scope_size = found
         docs, average, frequencies = yield from self.terms.statistics(plan.tokens)
         weights = {token: ranking.idf(docs, frequencies[token]) for token in plan.tokens}
-        needed = plan.offset + plan.limit + 1
         budget = ranking.candidate_budget(needed)
         filters, params = record_filters(self.d, plan)
         candidates = ranking.Candidates()
+        held: dict[int, tuple[Any, dict[str, float]]] = {}  # rid → (stored id, term parts)
 
         def matches(tokens: Sequence[str], limit: int) -> Op[list[int]]:
             words = " OR ".join(quote(t) for t in tokens)
@@ -312,7 +328,7 @@ class Search:
 
         def score_rows(rows: Iterable[tuple[Any, ...]], *, matched: bool) -> Op[int]:
             added = 0
-            for rid, content, tags, created, stated in rows:
+            for rid, stored_id, content, tags, created, stated in rows:
                 try:
                     if not isinstance(created, int):
                         raise TypeError(created)
@@ -320,9 +336,10 @@ class Search:
                     text = ranking.record_text(content, listed, _day(stated // DAY_US))
                 except (ValueError, TypeError, OverflowError, OSError):
                     yield from self._raise_corrupt(rid)
-                value = ranking.score_text(text, average, weights)
-                if matched or value > 0:  # every weight is positive: 0 means no query word
-                    candidates.add(rid, value, created)
+                parts = ranking.text_contributions(text, average, weights)
+                if matched or parts:  # every weight is positive: no part means no query word
+                    candidates.add(rid, sum(parts.values()), created)
+                    held[rid] = (stored_id, parts)
                     added += 1
             return added
 
@@ -360,22 +377,7 @@ class Search:
                 token, room = step
                 fresh = [rid for rid in (yield from matches([token], room)) if rid not in candidates]
                 loop.fetched((yield from score(fresh)))
-        ranked = candidates.ranked()
-        page = ranked[plan.offset : plan.offset + plan.limit]
-        rows = yield Statement(
-            RECORD_SELECT + RECORD_FROM + " WHERE r.rid IN (SELECT value FROM json_each(?))",
-            [json_list(rid for _, _, rid in page)],
-        )
-        by_rid = {row["rid"]: row for row in rows}
-        build = candidate_from_row if plan.candidates else self._record
-        hits = [
-            MemoryHit.model_construct(
-                record=build(by_rid[rid]), score=value, terms=_parts(by_rid[rid], average, weights)
-            )
-            for value, _, rid in page
-        ]
-        more = len(ranked) > plan.offset + plan.limit
-        return hits, Cursor(offset=plan.offset + plan.limit) if more else None
+        return candidates.ranked(), held
 
 
 __all__ = [

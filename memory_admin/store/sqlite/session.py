@@ -31,7 +31,7 @@ from memory_admin.store.base import (
     Slot,
 )
 from memory_admin.store.ids import from_value, ulid_value
-from memory_admin.store.plan import Cursor, SearchPlan, now_us
+from memory_admin.store.plan import Candidate, Cursor, SearchPlan, now_us
 from memory_admin.store.protocol import ScopeCounts, ScopeFacet
 from memory_admin.store.ranking import facets_from_counts
 from memory_admin.store.sqlite.search import (
@@ -85,6 +85,9 @@ class SqliteDialect(Dialect):
 
     def id_param(self, record_id: str) -> Any:
         return id_key(record_id)
+
+    def id_text(self, stored: Any) -> str:
+        return _id_text(stored)
 
 
 DIALECT = SqliteDialect()
@@ -322,6 +325,9 @@ class SqliteSession(SqlSession):
 
     def search(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
         return (yield from self._searcher(plan))
+
+    def keyword_candidates(self, plan: SearchPlan, limit: int) -> Op[list[Candidate]]:
+        return (yield from self._searcher.candidates(plan, limit))
 
     def count(self, plan: SearchPlan) -> Op[ScopeCounts]:
         scopes = yield from Scopes.reached(plan)
