@@ -75,6 +75,7 @@ def test_hybrid_is_measured_beside_keyword_mode_rrf_and_the_weight_curve(
     dataset: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = [str(dataset), "--mode", "hybrid", "--embedder", "hashing", "--weights", "0,0.5,1", "--no-events"]
+    args += ["--context-weights", "0,0.2"]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "Store: sqlite, hybrid search with hashing-v1:256" in out
@@ -82,5 +83,7 @@ def test_hybrid_is_measured_beside_keyword_mode_rrf_and_the_weight_curve(
     assert "memory store, keyword mode" in header and "naive RRF (k = 60)" in header
     leakage = next(line for line in out.splitlines() if line.startswith("| cross-scope leakage"))
     assert leakage.endswith("| 0 | 0 | 0 | 0 | 0 |")
-    curve = [line for line in out.splitlines() if line.startswith("| recall@10 |")][-1]
-    assert len(curve.split("|")) == 6, "one figure per weight"
+    keyword_curve, context_curve = [line for line in out.splitlines() if line.startswith("| recall@10 |")][-2:]
+    assert len(keyword_curve.split("|")) == 6, "one figure per keyword weight"
+    assert len(context_curve.split("|")) == 5, "one figure per context weight"
+    assert "| context weight | 0 | 0.2 |" in out

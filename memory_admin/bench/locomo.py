@@ -29,8 +29,8 @@ command exits non-zero if it does, or if anything leaks.
 With ``--mode semantic`` or ``hybrid`` the store embeds every observation (the default
 model unless ``--embedder`` says) and is measured beside its own keyword mode and naive
 reciprocal rank fusion (k = 60, equal weights) of its keyword and semantic searches;
-``--weights`` adds recall@10 of the z-score fusion at each keyword weight (the dev
-curve that chose the store's).
+``--weights`` adds recall@10 of the z-score fusion at each keyword weight, and
+``--context-weights`` at each context weight (the dev curves that chose the store's).
 
 The store runs as users run it, event log on (recall blocks land in its log too). Its
 searches and recall blocks are also timed through a second store object over the same
@@ -59,11 +59,12 @@ from typing import Any
 
 from memory_admin.embed import Embedder, open_embedder
 from memory_admin.embed.fusion import CANDIDATES as FUSE_DEPTH
-from memory_admin.embed.fusion import KEYWORD_WEIGHT, rrf_fusion, zscore_fusion
+from memory_admin.embed.fusion import CONTEXT_WEIGHT, KEYWORD_WEIGHT, rrf_fusion, zscore_fusion
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, assemble_recall
 from memory_admin.records import SEARCH_MODES, MemoryRecord, SearchMode
-from memory_admin.scope import canonical_scope
+from memory_admin.scope import canonical_scope, scope_json
 from memory_admin.store import BaseMemoryStore, open_store
+from memory_admin.store.plan import context
 from memory_admin.tokenize import unique_words
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -381,8 +382,8 @@ class Results:
     model: str | None = None
     extra: list[tuple[str, Tally]] = field(default_factory=list)
     """Beside a semantic or hybrid store: its keyword mode, and naive RRF of its two searches."""
-    curve: dict[float, list[float]] = field(default_factory=dict)
-    """Recall@10 per question of z-score fusion at each keyword weight (the dev curve)."""
+    curve: dict[tuple[float, float], list[float]] = field(default_factory=dict)
+    """Recall@10 per question of z-score fusion at each (keyword weight, context weight)."""
 
 
 def run(
@@ -393,10 +394,13 @@ def run(
     mode: SearchMode = "keyword",
     embedder: Embedder | None = None,
     weights: Sequence[float] = (),
+    context_weights: Sequence[float] = (),
 ) -> Results:
     store_tally, base_tally, newest_tally, block_tally = Tally(), Tally(), Tally(), BlockTally()
     extra: list[tuple[str, Tally]] = []
-    curve: dict[float, list[float]] = {w: [] for w in weights}
+    # (keyword weight, context weight) → recall@10 per question
+    curve: dict[tuple[float, float], list[float]] = {(w, CONTEXT_WEIGHT): [] for w in weights}
+    curve.update({(KEYWORD_WEIGHT, c): [] for c in context_weights})
     neighbour = {
         c: dataset.conversations[(i + 1) % len(dataset.conversations)] for i, c in enumerate(dataset.conversations)
     }
@@ -436,8 +440,16 @@ def run(
                 loaded.recall_block(question, block_tally)
                 if curve:
                     keyword, semantic, records = loaded.candidates(question.conversation, question.text)
-                    for weight, shares in curve.items():
-                        fused = zscore_fusion(keyword, semantic, keyword_weight=weight, limit=SEARCH_LIMIT)
+                    contexts = {key: context(scope_json(r.scope), r.observed_at) for key, r in records.items()}
+                    for (weight, lift), shares in curve.items():
+                        fused = zscore_fusion(
+                            keyword,
+                            semantic,
+                            keyword_weight=weight,
+                            contexts=contexts,
+                            context_weight=lift,
+                            limit=SEARCH_LIMIT,
+                        )
                         covered = set().union(frozenset(), *(loaded.describe(records[hit.key])[1] for hit in fused))
                         shares.append(len(question.evidence & covered) / len(question.evidence))
                 if quiet_timings is not None and quiet is not None and not index % 2:
@@ -552,14 +564,30 @@ def report(results: Results, command: str) -> str:
             compare("recall assembly p99 (ms)", block.latency_ms, quiet.block_ms, 0.99),
             "",
         ]
-    if results.curve:
+    by_keyword = {w: v for (w, c), v in results.curve.items() if c == CONTEXT_WEIGHT}
+    by_context = {c: v for (w, c), v in results.curve.items() if w == KEYWORD_WEIGHT}
+    for label, points, chosen in (
+        (
+            "keyword weight",
+            by_keyword,
+            f"BM25's weight (the store fuses at {KEYWORD_WEIGHT}; context weight {CONTEXT_WEIGHT})",
+        ),
+        (
+            "context weight",
+            by_context,
+            f"the context's weight (the store lifts by {CONTEXT_WEIGHT}; keyword weight {KEYWORD_WEIGHT})",
+        ),
+    ):
+        if len(points) < 2:
+            continue
+        ordered = sorted(points.items())
         lines += [
             f"Dev curve: recall@{SEARCH_LIMIT} of z-score fusion of the store's top {FUSE_DEPTH} keyword and top "
-            f"{FUSE_DEPTH} semantic hits, by BM25's weight (the store fuses at {KEYWORD_WEIGHT}):",
+            f"{FUSE_DEPTH} semantic hits, by {chosen}:",
             "",
-            "| keyword weight | " + " | ".join(f"{w:g}" for w in results.curve) + " |",
-            "| --- | " + " | ".join("---:" for _ in results.curve) + " |",
-            "| recall@10 | " + " | ".join(f"{_mean(v):.4f}" for v in results.curve.values()) + " |",
+            f"| {label} | " + " | ".join(f"{w:g}" for w, _ in ordered) + " |",
+            "| --- | " + " | ".join("---:" for _ in ordered) + " |",
+            "| recall@10 | " + " | ".join(f"{_mean(v):.4f}" for _, v in ordered) + " |",
             "",
         ]
     problems = verdict_problems(results)
@@ -602,11 +630,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--weights", default="", help="hybrid: also print recall@10 of the fusion at these keyword weights (0.1,0.3)"
     )
+    parser.add_argument(
+        "--context-weights",
+        default="",
+        help="hybrid: also print recall@10 of the fusion at these context weights (0,0.2)",
+    )
     parser.add_argument("--out", type=Path, help="also write the report (Markdown) to this file")
     options = parser.parse_args(argv)
     dataset = load_dataset(options.dataset)
     embedder = open_embedder(options.embedder) if options.mode != "keyword" else None
     weights = [float(w) for w in options.weights.split(",") if w.strip()]
+    context_weights = [float(w) for w in options.context_weights.split(",") if w.strip()]
     results = run(
         dataset,
         options.store,
@@ -614,6 +648,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         mode=options.mode,
         embedder=embedder,
         weights=weights,
+        context_weights=context_weights,
     )
     command = "python -m memory_admin.bench.locomo " + shlex.join(sys.argv[1:] if argv is None else list(argv))
     text = report(results, command)

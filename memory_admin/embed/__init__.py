@@ -40,7 +40,15 @@ from memory_admin.embed.protocol import (
     EmbedderError,
     EmbedderUnavailableError,
 )
-from memory_admin.embed.quantize import dequantize_int8, from_blob, int8_scores, quantize_int8, stack_blobs, to_blob
+from memory_admin.embed.quantize import (
+    dequantize_int8,
+    from_blob,
+    int8_scores,
+    quantize_int8,
+    scaled_sum,
+    stack_blobs,
+    to_blob,
+)
 from memory_admin.embed.sentence_transformers import SentenceTransformerEmbedder
 
 ENV_VAR = "MEMORY_EMBEDDER"
@@ -119,6 +127,7 @@ __all__ = [
     "open_embedder",
     "quantize_int8",
     "rrf_fusion",
+    "scaled_sum",
     "stack_blobs",
     "to_blob",
     "zscore_fusion",

@@ -47,13 +47,36 @@ def dequantize_int8(codes: Codes, scales: Scales) -> Matrix:
     return out
 
 
-def int8_scores(query: Vector, codes: Codes, scales: Scales) -> Vector:
-    """Cosine similarity of a unit float query with each stored unit vector, ``(n,)``."""
+def int8_scores(query: Vector, codes: Codes, scales: Scales, centre: Vector | None = None) -> Vector:
+    """Cosine similarity of a unit float query with each stored unit vector, ``(n,)``.
+
+    With a ``centre`` (the mean of the vectors searched), the cosine of ``query - centre``
+    and each ``vector - centre``: what the query shares with a record beyond what every
+    record of the collection shares (see ``docs/search.md``). Computed from the codes in
+    the same single pass, with the centre as a second column."""
     np = numpy()
+    q = np.asarray(query, dtype=np.float32)
     # einsum, not BLAS: a matrix-vector product this size runs fastest on one thread,
     # and BLAS's thread pool contends with the embedder's (and the host's) for the cores
-    out: Vector = np.einsum("ij,j->i", codes, np.asarray(query, dtype=np.float32), dtype=np.float32, casting="unsafe")
-    return out * scales
+    if centre is None:
+        out: Vector = np.einsum("ij,j->i", codes, q, dtype=np.float32, casting="unsafe")
+        return out * scales
+    mu = np.asarray(centre, dtype=np.float32)
+    both = np.einsum("ij,jk->ik", codes, np.stack([q, mu], axis=1), dtype=np.float32, casting="unsafe")
+    dots = both[:, 0] * scales  # v·q
+    shared = both[:, 1] * scales  # v·μ
+    squares = np.einsum("ij,ij->i", codes, codes, dtype=np.float32, casting="unsafe") * scales * scales  # |v|²
+    mu_mu, q_mu, q_q = float(mu @ mu), float(q @ mu), float(q @ q)
+    rows = np.sqrt(np.maximum(squares - 2 * shared + mu_mu, 1e-12))
+    scaled: Vector = (dots - shared - q_mu + mu_mu) / (rows * np.sqrt(max(q_q - 2 * q_mu + mu_mu, 1e-12)))
+    return scaled
+
+
+def scaled_sum(codes: Codes, scales: Scales) -> Vector:
+    """The sum of the stored vectors, ``(d,)`` float32 (for the mean of a collection)."""
+    np = numpy()
+    out: Vector = np.einsum("i,ij->j", scales, codes, dtype=np.float32, casting="unsafe")
+    return out
 
 
 def to_blobs(matrix: Matrix) -> list[bytes]:
@@ -92,4 +115,13 @@ def stack_blobs(blobs: list[bytes], dimensions: int) -> tuple[Codes, Scales]:
     return codes, scales
 
 
-__all__ = ["dequantize_int8", "from_blob", "int8_scores", "quantize_int8", "stack_blobs", "to_blob", "to_blobs"]
+__all__ = [
+    "dequantize_int8",
+    "from_blob",
+    "int8_scores",
+    "quantize_int8",
+    "scaled_sum",
+    "stack_blobs",
+    "to_blob",
+    "to_blobs",
+]

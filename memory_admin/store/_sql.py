@@ -29,10 +29,10 @@ from memory_admin.errors import MemoryCorruptionError, MemoryValidationError
 from memory_admin.events import AnyEvent, EventQuery, MemoryRecallEvent, StoredEvent, forget_records, parse_event
 from memory_admin.records import MemoryRecord, validation_problems
 from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, canonical_scope, scope_json
-from memory_admin.store.plan import Candidate, SearchPlan
+from memory_admin.store.plan import Candidate, SearchPlan, context
 from memory_admin.store.protocol import CorruptionScan, CorruptRecord
 from memory_admin.store.ranking import VISIBLE_ENUMERATION_LIMIT
-from memory_admin.store.vectors import ScopeVectors, VectorCache, VectorSpace, closest, shortlist
+from memory_admin.store.vectors import ScopeVectors, VectorCache, VectorSpace, centre_of, closest, shortlist
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -602,8 +602,9 @@ class SqlSession(ABC):
         filters = f"{in_scope[0]} AND {filters}"
         filter_params = [*in_scope[1], *filter_params]
         depth = max(limit * PREFILTER_FACTOR, PREFILTER_MIN)
+        mean = centre_of(scopes)
         listed = shortlist(plan.vector, scopes, max(SHORTLIST, 2 * depth))
-        found = closest(plan.vector, (yield from self._vectors_of(listed)), space.dimensions, depth)
+        found = closest(plan.vector, (yield from self._vectors_of(listed)), space.dimensions, depth, mean)
         ids = yield from self._passing([key for key, _ in found], filters, filter_params)
         found = [(key, score) for key, score in found if key in ids]
         total = sum(len(scope.keys) for scope in scopes)
@@ -611,8 +612,11 @@ class SqlSession(ABC):
             # the filters ruled out too many of the closest: score every record they admit
             every = [int(key) for scope in scopes for key in scope.keys.tolist()]
             ids = yield from self._passing(every, filters, filter_params)
-            found = closest(plan.vector, (yield from self._vectors_of(sorted(ids))), space.dimensions, limit)
-        return [Candidate(d.id_text(ids[key]), score) for key, score in found[:limit]]
+            found = closest(plan.vector, (yield from self._vectors_of(sorted(ids))), space.dimensions, limit, mean)
+        return [
+            Candidate(d.id_text(ids[key][0]), score, context=context(ids[key][1], d.from_db_time(ids[key][2])))
+            for key, score in found[:limit]
+        ]
 
     def _vectors_of(self, keys: Sequence[int]) -> Op[list[tuple[int, bytes]]]:
         """The stored vectors of these records, in key order."""
@@ -656,19 +660,20 @@ class SqlSession(ABC):
                 found.append(vectors)
         return found
 
-    def _passing(self, keys: Sequence[int], filters: str, params: Sequence[Any]) -> Op[dict[int, Any]]:
+    def _passing(self, keys: Sequence[int], filters: str, params: Sequence[Any]) -> Op[dict[int, tuple[Any, int, Any]]]:
         """Which of these records the plan's scope and every other filter admit, each key
-        with its record's stored id."""
+        with its record's stored id, scope id and when it was stated."""
         if not keys:
             return {}
         d = self.dialect
         among, among_params = d.one_of(f"r.{d.key}", keys)
         rows = yield Statement(
-            f"SELECT r.{d.key}, r.id FROM memory_records r WHERE {among} AND {filters}",
+            f"SELECT r.{d.key}, r.id, r.scope_id, coalesce(r.observed_at, r.created_at) FROM memory_records r "
+            f"WHERE {among} AND {filters}",
             [*among_params, *params],
             raw=True,
         )
-        return {int(row[0]): row[1] for row in rows}
+        return {int(key): (stored_id, int(scope_id), stated) for key, stored_id, scope_id, stated in rows}
 
     def unembedded(self, limit: int) -> Op[list[MemoryRecord]]:
         d = self.dialect

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from memory_admin.embed.quantize import scaled_sum, stack_blobs
 from memory_admin.events import AnyEvent, EventQuery, StoredEvent, event_matches, forget_records
 from memory_admin.records import KINDS, MemoryHit, MemoryRecord
 from memory_admin.scope import TENANT_KEY, Scope, is_subset_match, scope_json, scope_matches, visible_to_agent
@@ -27,10 +28,10 @@ from memory_admin.store.base import (
     Slot,
     full_capabilities,
 )
-from memory_admin.store.plan import Candidate, Cursor, SearchPlan, now_us
+from memory_admin.store.plan import Candidate, Cursor, SearchPlan, context, now_us
 from memory_admin.store.protocol import CorruptionScan, ScopeCounts, ScopeFacet
 from memory_admin.store.ranking import build_facets
-from memory_admin.store.vectors import VectorSpace, closest
+from memory_admin.store.vectors import VectorSpace, closest, shrunk_mean
 
 
 @dataclass
@@ -56,6 +57,10 @@ class _State:
     events_dropped: int = 0
     vectors: dict[str, bytes] = field(default_factory=dict)
     space: VectorSpace | None = None
+
+
+def _context(record: MemoryRecord) -> Hashable:
+    return context(scope_json(record.scope), record.observed_at)
 
 
 def passes_filters(record: MemoryRecord, plan: SearchPlan) -> bool:
@@ -219,7 +224,7 @@ class _Session:
 
     def keyword_candidates(self, plan: SearchPlan, limit: int) -> Op[list[Candidate]]:
         hits, _ = self._store._list(replace(plan, limit=limit, cursor=None))
-        return no_statements([Candidate(hit.record.id, hit.score or 0.0, hit.terms) for hit in hits])
+        return no_statements([Candidate(h.record.id, h.score or 0.0, h.terms, _context(h.record)) for h in hits])
 
     def count(self, plan: SearchPlan) -> Op[ScopeCounts]:
         records = [row.record for row in self._state.rows.values() if passes_filters(row.record, plan)]
@@ -312,9 +317,20 @@ class _Session:
         return self._state.vectors.get(record_id)
 
     def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[Candidate]]:
-        admitted = [r.id for r in self._records() if passes_filters(r, plan)]
+        query = plan.query
+        # measured from the mean of every vector in the scopes searched, as SQL stores do
+        reached = [
+            blob
+            for r in self._records()
+            if scope_matches(r.scope, query.scope, query.scope_match)
+            and visible_to_agent(r.scope, query.agent)
+            and (blob := self._vector(r.id)) is not None
+        ]
+        mean = shrunk_mean(scaled_sum(*stack_blobs(reached, space.dimensions)), len(reached)) if reached else None
+        admitted = {r.id: r for r in self._records() if passes_filters(r, plan)}
         rows = [(record_id, blob) for record_id in admitted if (blob := self._vector(record_id)) is not None]
-        return no_statements([Candidate(i, score) for i, score in closest(plan.vector, rows, space.dimensions, limit)])
+        found = closest(plan.vector, rows, space.dimensions, limit, mean)
+        return no_statements([Candidate(i, score, context=_context(admitted[i])) for i, score in found])
 
     def unembedded(self, limit: int) -> Op[list[MemoryRecord]]:
         missing = [r for r in self._records() if self._vector(r.id) is None]

@@ -3,8 +3,9 @@ primitive receives."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from memory_admin.errors import MemoryValidationError
@@ -96,6 +97,15 @@ class Candidate:
     id: str
     score: float
     terms: dict[str, float] | None = None
+    context: Hashable = None
+    """Where the record was stated: its stored scope and the UTC day of its
+    ``observed_at`` (:func:`context`); hybrid fusion lifts a strong hit's context."""
 
 
-__all__ = ["MAX_CURSOR_VALUE", "Candidate", "Cursor", "SearchPlan", "now_us"]
+def context(scope: Hashable, stated: datetime) -> Hashable:
+    """A candidate's :attr:`Candidate.context`: records of one scope stated on one day
+    (a conversation, as far as a store can tell) share it."""
+    return (scope, stated.astimezone(UTC).toordinal())
+
+
+__all__ = ["MAX_CURSOR_VALUE", "Candidate", "Cursor", "SearchPlan", "context", "now_us"]

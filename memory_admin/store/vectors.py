@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from memory_admin.embed.fusion import KEYWORD_WEIGHT, zscore_fusion
 from memory_admin.embed.protocol import Vector, numpy
-from memory_admin.embed.quantize import int8_scores, stack_blobs
+from memory_admin.embed.quantize import int8_scores, scaled_sum, stack_blobs
 from memory_admin.records import MemoryHit, MemoryRecord, MemoryWriteInput
 from memory_admin.store.plan import Candidate
 
@@ -38,6 +38,9 @@ DEFAULT_CACHE_BYTES = 96 * 2**20
 signs of its vector), about 1.7 million records."""
 SCAN_CHUNK = 8192
 """Stored vectors scored at a time: a tenant-wide scan never holds all of them as floats."""
+CENTRE_PRIOR = 20
+"""How many records' worth of the origin a searched collection's mean is shrunk towards
+(:func:`shrunk_mean`): the mean of three records is mostly those records."""
 
 
 @dataclass(frozen=True)
@@ -92,27 +95,51 @@ class LruCache(Generic[K, V]):
 
 @dataclass(frozen=True)
 class ScopeVectors:
-    """One stored scope's vectors as a search's first pass reads them: the record keys
-    and one bit per dimension (its sign), 48 bytes a vector at 384 dimensions."""
+    """One stored scope's vectors as a search's first pass reads them: the record keys,
+    one bit per dimension (its sign), 48 bytes a vector at 384 dimensions, and the sum of
+    the vectors (the scope's part of the searched collection's mean)."""
 
     version: int
     keys: Any
     bits: Any
+    total: Any
 
     @property
     def nbytes(self) -> int:
-        return int(self.keys.nbytes + self.bits.nbytes)
+        return int(self.keys.nbytes + self.bits.nbytes + self.total.nbytes)
 
     @classmethod
     def of(cls, version: int, rows: Sequence[tuple[int, bytes]], dimensions: int) -> ScopeVectors:
         np = numpy()
         keys = np.fromiter((key for key, _ in rows), dtype=np.int64, count=len(rows))
         parts = []
+        total = np.zeros(dimensions, dtype=np.float32)
         for start in range(0, len(rows), SCAN_CHUNK):
-            codes, _ = stack_blobs([blob for _, blob in rows[start : start + SCAN_CHUNK]], dimensions)
+            codes, scales = stack_blobs([blob for _, blob in rows[start : start + SCAN_CHUNK]], dimensions)
             parts.append(np.packbits(codes > 0, axis=1))
+            total += scaled_sum(codes, scales)
         bits = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        return cls(version, keys, bits)
+        return cls(version, keys, bits, total)
+
+
+def shrunk_mean(total: Vector, count: int) -> Vector | None:
+    """The point a search measures similarity from: the mean of the ``count`` vectors it
+    searches (summing to ``total``), shrunk towards the origin by ``count / (count +``
+    :data:`CENTRE_PRIOR` ``)`` so that a handful of records are barely centred. ``None``
+    for an empty collection."""
+    if count <= 0:
+        return None
+    np = numpy()
+    mean: Vector = np.asarray(total, dtype=np.float32) / (count + CENTRE_PRIOR)
+    return mean
+
+
+def centre_of(scopes: Sequence[ScopeVectors]) -> Vector | None:
+    """:func:`shrunk_mean` of these scopes' vectors together."""
+    if not scopes:
+        return None
+    np = numpy()
+    return shrunk_mean(np.sum([scope.total for scope in scopes], axis=0), sum(len(scope.keys) for scope in scopes))
 
 
 class VectorCache:
@@ -163,8 +190,11 @@ def document_text(record: MemoryRecord | MemoryWriteInput) -> str:
     return record.content
 
 
-def closest(query: Vector, rows: Sequence[tuple[K, bytes]], dimensions: int, limit: int) -> list[tuple[K, float]]:
-    """The ``limit`` rows most similar to ``query`` (cosine, exact over the int8 codes),
+def closest(
+    query: Vector, rows: Sequence[tuple[K, bytes]], dimensions: int, limit: int, centre: Vector | None = None
+) -> list[tuple[K, float]]:
+    """The ``limit`` rows most similar to ``query`` (cosine, exact over the int8 codes;
+    measured from ``centre`` when given: see :func:`~memory_admin.embed.quantize.int8_scores`),
     closest first; ties keep the rows' order. Scored :data:`SCAN_CHUNK` rows at a time."""
     if not rows or limit <= 0:
         return []
@@ -173,7 +203,7 @@ def closest(query: Vector, rows: Sequence[tuple[K, bytes]], dimensions: int, lim
     parts = []
     for start in range(0, len(rows), SCAN_CHUNK):
         codes, scales = stack_blobs([blob for _, blob in rows[start : start + SCAN_CHUNK]], dimensions)
-        parts.append(int8_scores(query32, codes, scales))
+        parts.append(int8_scores(query32, codes, scales, centre))
     scores: Any = np.concatenate(parts) if len(parts) > 1 else parts[0]
     top = np.argpartition(-scores, limit - 1)[:limit] if len(rows) > limit else np.arange(len(rows))
     order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), i))
@@ -208,13 +238,15 @@ def by_meaning(semantic: Sequence[Candidate]) -> list[Ranked]:
 
 def fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate]) -> list[Ranked]:
     """Both sides' candidates in one order (:func:`~memory_admin.embed.fusion.zscore_fusion`,
-    BM25 weighted :data:`~memory_admin.embed.fusion.KEYWORD_WEIGHT`), each carrying its
+    BM25 weighted :data:`~memory_admin.embed.fusion.KEYWORD_WEIGHT`, each lifted by its
+    context's best: :data:`~memory_admin.embed.fusion.CONTEXT_WEIGHT`), each carrying its
     keyword and semantic scores (and matched terms) beside the fused one."""
     terms = {c.id: c.terms for c in keyword}
     fused = zscore_fusion(
         {c.id: c.score for c in keyword},
         {c.id: c.score for c in semantic},
         keyword_weight=KEYWORD_WEIGHT,
+        contexts={c.id: c.context for c in (*semantic, *keyword) if c.context is not None},
     )
     return [
         Ranked(hit.key, round(hit.score, 6), hit.keyword_raw, hit.semantic_raw, terms.get(hit.key)) for hit in fused
@@ -222,6 +254,7 @@ def fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate]) -> list[Ra
 
 
 __all__ = [
+    "CENTRE_PRIOR",
     "DEFAULT_CACHE_BYTES",
     "SCAN_CHUNK",
     "LruCache",
@@ -230,8 +263,10 @@ __all__ = [
     "VectorCache",
     "VectorSpace",
     "by_meaning",
+    "centre_of",
     "closest",
     "document_text",
     "fuse",
     "shortlist",
+    "shrunk_mean",
 ]

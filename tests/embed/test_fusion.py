@@ -46,3 +46,30 @@ def test_rrf() -> None:
     assert [key for key, _ in fused][:2] == ["a", "c"]
     assert fused[0][1] == pytest.approx(0.5 / 61 + 0.5 / 62)
     assert len(rrf_fusion(["a"], ["b"], limit=1)) == 1
+
+
+def test_a_strong_hit_lifts_what_was_stated_with_it() -> None:
+    keyword = {"meeting": 8.0, "venue": 1.0, "elsewhere": 1.0}
+    semantic = {"meeting": 0.9, "venue": 0.4, "elsewhere": 0.4, "noise": 0.1}
+    contexts = {"meeting": ("dana", 1), "venue": ("dana", 1), "elsewhere": ("dana", 2), "noise": ("dana", 3)}
+    plain = zscore_fusion(keyword, semantic)
+    assert [h.key for h in plain][1:3] == ["venue", "elsewhere"], "a tie without contexts keeps the semantic order"
+    lifted = zscore_fusion(keyword, semantic, contexts=contexts, context_weight=0.2)
+    by_key = {hit.key: hit for hit in lifted}
+    assert [h.key for h in lifted][:2] == ["meeting", "venue"]
+    assert by_key["venue"].context == pytest.approx(0.2 * (by_key["meeting"].keyword + by_key["meeting"].semantic))
+    assert by_key["venue"].score > by_key["elsewhere"].score
+    for hit in lifted:
+        assert hit.score == pytest.approx(hit.keyword + hit.semantic + hit.context)
+
+
+def test_one_shared_context_changes_no_order() -> None:
+    keyword = {"a": 3.0, "b": 2.0, "c": 1.0}
+    semantic = {"c": 0.9, "b": 0.5, "d": 0.2}
+    same = {key: ("scope", 7) for key in "abcd"}
+    assert [h.key for h in zscore_fusion(keyword, semantic, contexts=same)] == [
+        h.key for h in zscore_fusion(keyword, semantic)
+    ]
+    assert [h.key for h in zscore_fusion(keyword, semantic, contexts=same, context_weight=0.0)] == [
+        h.key for h in zscore_fusion(keyword, semantic)
+    ]

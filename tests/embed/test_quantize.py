@@ -12,6 +12,7 @@ from memory_admin.embed import (
     from_blob,
     int8_scores,
     quantize_int8,
+    scaled_sum,
     stack_blobs,
     to_blob,
 )
@@ -71,3 +72,16 @@ def test_stacked_blobs_score_like_the_quantized_matrix(vectors: np.ndarray) -> N
 def test_a_zero_vector_survives() -> None:
     codes, scales = quantize_int8(np.zeros((1, 8), dtype=np.float32))
     assert not codes.any() and scales[0] == 1.0
+
+
+def test_centred_scores_are_the_cosine_measured_from_the_centre(embedder: OnnxEmbedder, vectors: np.ndarray) -> None:
+    codes, scales = quantize_int8(vectors)
+    stored = dequantize_int8(codes, scales).astype(np.float64)
+    mean = stored.mean(axis=0)
+    np.testing.assert_allclose(scaled_sum(codes, scales), stored.sum(axis=0), rtol=1e-4, atol=1e-5)
+    for query in embedder.embed_queries(["Who moved from abroad?", "What car does Evan drive?"]):
+        shifted = stored - mean
+        expected = shifted @ (query - mean) / (np.linalg.norm(shifted, axis=1) * np.linalg.norm(query - mean))
+        got = int8_scores(query, codes, scales, mean.astype(np.float32))
+        np.testing.assert_allclose(got, expected, atol=2e-5)
+        assert not np.allclose(got, int8_scores(query, codes, scales), atol=0.05), "the centre changes the scores"

@@ -42,7 +42,7 @@ from memory_admin.store._sql import (
     record_from_row,
     visible_candidates,
 )
-from memory_admin.store.plan import Candidate, Cursor, SearchPlan
+from memory_admin.store.plan import Candidate, Cursor, SearchPlan, context
 from memory_admin.store.protocol import ScopeCounts, ScopeFacet
 from memory_admin.tokenize import TERMS_IDENTITY, tokenize
 
@@ -90,7 +90,9 @@ class PostgresDialect(Dialect):
 
 DIALECT = PostgresDialect()
 
-RECORD_SELECT = "SELECT r.seq AS seq, s.scope AS scope, " + ", ".join(f"r.{c} AS {c}" for c in RECORD_COLUMNS)
+RECORD_SELECT = "SELECT r.seq AS seq, r.scope_id AS scope_id, s.scope AS scope, " + ", ".join(
+    f"r.{c} AS {c}" for c in RECORD_COLUMNS
+)
 RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id"
 
 # --- hidden lexemes and the text of tsvectors and tsqueries ----------------------------
@@ -377,8 +379,14 @@ def candidates_op(plan: SearchPlan, frequencies: TermFrequencies, limit: int) ->
     search, page = found
     shown = yield from _whole(search, page[:limit])
     return [
-        Candidate(str(search.records[seq]["id"]), score, _parts(search.records[seq], plan, search))
+        Candidate(
+            str(row["id"]),
+            score,
+            _parts(row, plan, search),
+            context(row["scope_id"], DIALECT.from_db_time(row["observed_at"] or row["created_at"])),
+        )
         for score, seq in shown
+        if (row := search.records[seq]) is not None
     ]
 
 

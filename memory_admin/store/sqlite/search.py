@@ -33,7 +33,7 @@ from memory_admin.store._sql import (
     tenant_pair_token,
     visible_candidates,
 )
-from memory_admin.store.plan import Candidate, Cursor, SearchPlan
+from memory_admin.store.plan import Candidate, Cursor, SearchPlan, context
 from memory_admin.store.sqlite.terms import memory_terms
 
 PROVENANCE_COLUMNS = ("source", "author", "conversation_id", "run_id")
@@ -48,7 +48,9 @@ RECORD_SELECT = (
 RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id"
 DF_SAMPLE = 2000
 """Document frequencies above this are estimated from how far back the newest matches reach."""
-_SCORED_COLUMNS = "SELECT r.rid, r.id, r.content, r.tags, r.created_at, coalesce(r.observed_at, r.created_at)"
+_SCORED_COLUMNS = (
+    "SELECT r.rid, r.id, r.scope_id, r.content, r.tags, r.created_at, coalesce(r.observed_at, r.created_at)"
+)
 
 
 DAY_US = 86_400_000_000
@@ -290,7 +292,12 @@ class Search:
         if found is None:
             return []
         ranked, held = found
-        return [Candidate(self.d.id_text(held[rid][0]), value, held[rid][1]) for value, _, rid in ranked[:limit]]
+        candidates = []
+        for value, _, rid in ranked[:limit]:
+            stored_id, parts, (scope_id, stated) = held[rid]
+            where = context(scope_id, self.d.from_db_time(stated))
+            candidates.append(Candidate(self.d.id_text(stored_id), value, parts, where))
+        return candidates
 
     def _rank(self, plan: SearchPlan, needed: int) -> Op[tuple[list[tuple[float, Any, int]], dict[int, Any]] | None]:
         """Relevance search: FTS5 finds candidates, BM25 ranks them in Python. Returns
@@ -315,7 +322,8 @@ class Search:
         budget = ranking.candidate_budget(needed)
         filters, params = record_filters(self.d, plan)
         candidates = ranking.Candidates()
-        held: dict[int, tuple[Any, dict[str, float]]] = {}  # rid → (stored id, term parts)
+        # rid → its stored id, term parts, and (scope id, stated) for its context
+        held: dict[int, tuple[Any, dict[str, float], tuple[int, int]]] = {}
 
         def matches(tokens: Sequence[str], limit: int) -> Op[list[int]]:
             words = " OR ".join(quote(t) for t in tokens)
@@ -328,7 +336,7 @@ class Search:
 
         def score_rows(rows: Iterable[tuple[Any, ...]], *, matched: bool) -> Op[int]:
             added = 0
-            for rid, stored_id, content, tags, created, stated in rows:
+            for rid, stored_id, scope_id, content, tags, created, stated in rows:
                 try:
                     if not isinstance(created, int):
                         raise TypeError(created)
@@ -339,7 +347,7 @@ class Search:
                 parts = ranking.text_contributions(text, average, weights)
                 if matched or parts:  # every weight is positive: no part means no query word
                     candidates.add(rid, sum(parts.values()), created)
-                    held[rid] = (stored_id, parts)
+                    held[rid] = (stored_id, parts, (scope_id, stated))
                     added += 1
             return added
 
