@@ -32,7 +32,15 @@ from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, canonical_scope, sc
 from memory_admin.store.plan import Candidate, SearchPlan, context
 from memory_admin.store.protocol import CorruptionScan, CorruptRecord
 from memory_admin.store.ranking import VISIBLE_ENUMERATION_LIMIT
-from memory_admin.store.vectors import ScopeVectors, VectorCache, VectorSpace, centre_of, closest, shortlist
+from memory_admin.store.vectors import (
+    SCAN_CHUNK,
+    ScopeVectors,
+    VectorCache,
+    VectorSpace,
+    centre_of,
+    closest,
+    shortlist,
+)
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -550,6 +558,21 @@ def insert_vectors_op(d: Dialect, vectors: Sequence[tuple[str, bytes]]) -> Op[No
         )
 
 
+def _groups(items: Sequence[T], size: Callable[[T], int], most: int) -> list[list[T]]:
+    """``items`` in order, in groups whose sizes add up to at most ``most`` (an item
+    larger than that alone)."""
+    groups: list[list[T]] = []
+    total = most
+    for item in items:
+        weight = size(item)
+        if total + weight > most:
+            groups.append([])
+            total = 0
+        groups[-1].append(item)
+        total += weight
+    return groups
+
+
 class SqlSession(ABC):
     """The primitives both SQL backends answer with the same SQL, through their dialect.
     A backend's session subclasses it and adds what only its database can say."""
@@ -593,11 +616,11 @@ class SqlSession(ABC):
             return []
         (where, params), in_scope = reached
         stamps = yield Statement(
-            f"SELECT s.scope_id, s.vec_version FROM memory_scopes s WHERE {where} AND s.vec_version > 0",
+            f"SELECT s.scope_id, s.vec_version, s.n_records FROM memory_scopes s WHERE {where} AND s.vec_version > 0",
             params,
             raw=True,
         )
-        scopes = yield from self._scope_vectors({int(sid): int(version) for sid, version in stamps}, space)
+        scopes = yield from self._scope_vectors({int(sid): (int(v), int(n)) for sid, v, n in stamps}, space)
         filters, filter_params = record_filters(d, plan)
         filters = f"{in_scope[0]} AND {filters}"
         filter_params = [*in_scope[1], *filter_params]
@@ -629,21 +652,23 @@ class SqlSession(ABC):
         )
         return [(int(key), bytes(blob)) for key, blob in rows]
 
-    def _scope_vectors(self, versions: dict[int, int], space: VectorSpace) -> Op[list[ScopeVectors]]:
-        """The vectors of these scopes (scope id → its ``vec_version``), from the cache
-        where current, the rest read in one statement (and cached)."""
+    def _scope_vectors(self, scopes: dict[int, tuple[int, int]], space: VectorSpace) -> Op[list[ScopeVectors]]:
+        """The vectors of these scopes (scope id → its ``vec_version`` and record count),
+        from the cache where current; the rest are read (and cached) a few scopes per
+        statement, about :data:`~memory_admin.store.vectors.SCAN_CHUNK` vectors at a time,
+        so a tenant's first search never holds all of its vectors' bytes at once."""
         cache = self.vector_cache
         found: list[ScopeVectors] = []
         stale: list[int] = []
-        for scope_id, version in versions.items():
+        for scope_id, (version, _) in scopes.items():
             cached = cache.get(scope_id, version) if cache is not None else None
             if cached is None:
                 stale.append(scope_id)
             else:
                 found.append(cached)
-        if stale:
-            d = self.dialect
-            among, among_params = d.one_of("r.scope_id", stale)
+        d = self.dialect
+        for group in _groups(stale, lambda scope_id: scopes[scope_id][1], SCAN_CHUNK):
+            among, among_params = d.one_of("r.scope_id", group)
             rows = yield Statement(
                 f"SELECT r.scope_id, v.{d.key}, v.vec FROM memory_records r "
                 f"JOIN memory_vectors v ON v.{d.key} = r.{d.key} WHERE {among}",
@@ -653,8 +678,9 @@ class SqlSession(ABC):
             by_scope: dict[int, list[tuple[int, bytes]]] = {}
             for scope_id, key, blob in rows:
                 by_scope.setdefault(int(scope_id), []).append((int(key), bytes(blob)))
+            del rows
             for scope_id, scope_rows in by_scope.items():
-                vectors = ScopeVectors.of(versions[scope_id], scope_rows, space.dimensions)
+                vectors = ScopeVectors.of(scopes[scope_id][0], scope_rows, space.dimensions)
                 if cache is not None:
                     cache.put(scope_id, vectors)
                 found.append(vectors)
