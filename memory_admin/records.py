@@ -412,13 +412,17 @@ class MemoryHit(_Model):
 
     A semantic or hybrid search says where the score came from: ``keyword_score`` is the
     record's BM25 for the query (``None``: it shares no word with it, or the search did
-    not look), ``semantic_score`` its cosine similarity to the query (``None``: not among
-    the closest candidates); ``score`` is then the fused score that ordered the hits."""
+    not look), ``semantic_score`` its cosine similarity to the query measured from the
+    searched scopes' mean (``None``: not among the closest candidates); ``score`` is then
+    the fused score that ordered the hits."""
 
     record: MemoryRecord
     score: float | None = None
     keyword_score: float | None = None
     semantic_score: float | None = None
+    context_score: float | None = None
+    """A hybrid hit's lift from its context: a share of the best fused score among the
+    candidates stated in its scope on its day (``None`` outside hybrid search)."""
     terms: dict[str, float] | None = None
     """A keyword match's query terms the record holds, each with its part of the BM25
     score (the parts add up to it): why it ranked where it did."""

@@ -68,6 +68,27 @@ class SemanticCases(ConformanceBase):
         assert contents(found) == ["gardening every weekend"], "trigram pieces bring it closest"
         assert found[0].keyword_score is None and found[0].semantic_score == found[0].score
 
+    def test_hybrid_lifts_what_was_stated_with_its_best_match(self, estore: FullMemoryStore) -> None:
+        trip, other_day = timedelta(days=-3), timedelta(days=-9)
+        now = estore.write([rec("garden notes")])[0].created_at
+        estore.write(
+            [
+                rec("garden notes about the spring planting", observed_at=now + trip),
+                rec("the hotel by the river", observed_at=now + trip),
+                rec("the kitchen by the river", observed_at=now + other_day),
+            ]
+        )
+        hits = estore.search({"scope": U1, "query": "spring planting garden notes", "limit": 10})
+        by = {hit.record.content: hit for hit in hits}
+        best = by["garden notes about the spring planting"]
+        assert hits[0] is best
+        hotel, kitchen = by["the hotel by the river"], by["the kitchen by the river"]
+        assert best.context_score is not None and best.context_score > 0
+        assert hotel.context_score == best.context_score, "one context, one lift: the best match's"
+        assert kitchen.context_score is not None and kitchen.context_score < hotel.context_score
+        plain = estore.search({"scope": U1, "query": "spring planting garden notes", "mode": "semantic"})
+        assert all(hit.context_score is None for hit in plain), "only fusion lifts"
+
     # === every rule holds in every mode =============================================
 
     @pytest.mark.parametrize("mode", MODES)

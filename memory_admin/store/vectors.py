@@ -220,6 +220,7 @@ class Ranked:
     keyword_score: float | None = None
     semantic_score: float | None = None
     terms: dict[str, float] | None = None
+    context_score: float | None = None
 
     def hit(self, record: MemoryRecord) -> MemoryHit:
         return MemoryHit.model_construct(
@@ -227,6 +228,7 @@ class Ranked:
             score=self.score,
             keyword_score=self.keyword_score,
             semantic_score=self.semantic_score,
+            context_score=self.context_score,
             terms=self.terms,
         )
 
@@ -249,7 +251,15 @@ def fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate]) -> list[Ra
         contexts={c.id: c.context for c in (*semantic, *keyword) if c.context is not None},
     )
     return [
-        Ranked(hit.key, round(hit.score, 6), hit.keyword_raw, hit.semantic_raw, terms.get(hit.key)) for hit in fused
+        Ranked(
+            hit.key,
+            round(hit.score, 6),
+            hit.keyword_raw,
+            hit.semantic_raw,
+            terms.get(hit.key),
+            round(hit.context, 6),
+        )
+        for hit in fused
     ]
 
 
