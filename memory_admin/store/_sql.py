@@ -118,6 +118,13 @@ class Dialect(ABC):
         """A record id from the ``id`` column's raw value (the inverse of :meth:`id_param`)."""
         return str(stored)
 
+    def insert_rows(self, table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> Statement:
+        """One statement inserting ``rows`` into ``columns`` (name, SQL type) of ``table``.
+        By default the insert runs once per row (``executemany``)."""
+        marks = ", ".join(self.json_param() if kind == "jsonb" else self.p for _, kind in columns)
+        names = ", ".join(name for name, _ in columns)
+        return Statement(f"INSERT INTO {table} ({names}) VALUES ({marks})", list(rows), many=True)
+
 
 RECORD_COLUMNS = (
     "id",
@@ -496,14 +503,21 @@ EVENTS_DROPPED = "events_dropped"
 """The counter (``memory_counters``) of events the log is missing."""
 
 
+EVENT_COLUMNS = (
+    ("type", "text"),
+    ("at", "timestamptz"),
+    ("tenant", "text"),
+    ("scope", "jsonb"),
+    ("agent", "text"),
+    ("preview", "boolean"),
+    ("body", "text"),
+)
+"""The event log's columns after its id, in :func:`event_row`'s order, with their types."""
+
+
 def log_events_op(d: Dialect, events: Sequence[AnyEvent], lost: int) -> Op[None]:
     if events:
-        yield Statement(
-            "INSERT INTO memory_events (type, at, tenant, scope, agent, preview, body) "
-            f"VALUES ({d.p}, {d.p}, {d.p}, {d.json_param()}, {d.p}, {d.p}, {d.p})",
-            [event_row(d, event) for event in events],
-            many=True,
-        )
+        yield d.insert_rows("memory_events", EVENT_COLUMNS, [event_row(d, event) for event in events])
     if lost:
         yield Statement(
             f"INSERT INTO memory_counters (name, n) VALUES ({d.p}, {d.p}) "
