@@ -163,3 +163,14 @@ def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(tmp_path: Path
             assert found[0] == exact[0], "the closest record is always found"
             overlap.append(len(set(found) & set(exact)) / 10)
         assert sum(overlap) / len(overlap) >= 0.9
+
+
+def test_a_tenant_s_vectors_are_read_a_few_scopes_at_a_time() -> None:
+    from memory_admin.store._sql import _groups
+
+    sizes = {"a": 5000, "b": 3000, "c": 300, "d": 9000, "e": 10}
+    groups = _groups(list(sizes), sizes.__getitem__, 8192)
+    assert groups == [["a", "b"], ["c"], ["d"], ["e"]]
+    assert [item for group in groups for item in group] == list(sizes), "every scope once, in order"
+    assert all(sum(sizes[i] for i in g) <= 8192 or len(g) == 1 for g in groups)
+    assert _groups([], sizes.__getitem__, 8192) == []
