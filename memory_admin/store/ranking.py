@@ -117,26 +117,23 @@ def contributions(
 
 
 def text_contributions(text: str, average_length: float, weights: Mapping[str, float]) -> dict[str, float]:
-    """:func:`contributions` of a record's :func:`record_text` (the parts of :func:`score_text`)."""
+    """:func:`contributions` of a record's :func:`record_text`: each query token it holds
+    with its part of the record's BM25 (the parts add up to its score). Every candidate
+    of a search is scored through this, so it counts the few query tokens in the
+    record's terms rather than counting every term."""
     tokens = tokenize(text)
-    return contributions(Counter(tokens), len(tokens), average_length, weights)
+    norm = K1 * (1 - B + B * len(tokens) / (average_length or 1.0))
+    parts: dict[str, float] = {}
+    for token, weight in weights.items():
+        freq = tokens.count(token)
+        if freq:
+            parts[token] = weight * (freq * (K1 + 1)) / (freq + norm)
+    return parts
 
 
 def upper_bound(weights: Iterable[float]) -> float:
     """No record scores more than this from these tokens, whatever their frequency."""
     return sum(weight * (K1 + 1) for weight in weights)
-
-
-def score_text(text: str, average_length: float, weights: Mapping[str, float]) -> float:
-    """BM25 of a record's :func:`record_text` for these weights."""
-    tokens = tokenize(text)
-    norm = K1 * (1 - B + B * len(tokens) / (average_length or 1.0))
-    total = 0.0
-    for token, weight in weights.items():
-        freq = tokens.count(token)
-        if freq:
-            total += weight * (freq * (K1 + 1)) / (freq + norm)
-    return total
 
 
 def candidate_budget(needed: int) -> int:

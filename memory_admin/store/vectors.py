@@ -223,7 +223,7 @@ class Ranked:
     context_score: float | None = None
 
     def hit(self, record: MemoryRecord) -> MemoryHit:
-        return MemoryHit.model_construct(
+        return MemoryHit(
             record=record,
             score=self.score,
             keyword_score=self.keyword_score,

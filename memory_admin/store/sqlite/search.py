@@ -279,7 +279,7 @@ class Search:
         )
         by_rid = {row["rid"]: row for row in rows}
         hits = [
-            MemoryHit.model_construct(record=self._record(by_rid[rid]), score=value, terms=held[rid][1])
+            MemoryHit(record=self._record(by_rid[rid]), score=value, terms=held[rid][1])
             for value, _, rid in page
         ]
         more = len(ranked) > plan.offset + plan.limit
