@@ -7,8 +7,11 @@ and the model that made them once per store (:class:`VectorSpace`). Its
 :meth:`~memory_admin.store.session.Session.similar` primitive selects the blobs of the
 records a plan admits — with the very SQL filters a keyword search uses, so no scope,
 kind, tag, key, agent, ``as_of``, expiry or invalidation rule can differ between modes —
-and hands them to :func:`closest`. Similarity is computed exactly, never approximated:
-there is no index to drift from the records, nothing to rebuild.
+and hands them to :func:`closest`, which scores them by cosine similarity measured from
+the searched scopes' mean (:func:`centre_of`). A large scope is first shortlisted by the
+signs of its vectors (:func:`shortlist`); the shortlist is scored exactly: there is no
+index to drift from the records, nothing to rebuild. Fusion (:func:`fuse`) orders both
+sides' candidates, ids and scores only, before any record is read.
 
 numpy is imported only when vectors are first used (it comes with the ``semantic`` extra).
 """
@@ -35,7 +38,8 @@ V = TypeVar("V")
 
 DEFAULT_CACHE_BYTES = 96 * 2**20
 """What a store keeps of the vectors it searched: 56 bytes a record (its key and the
-signs of its vector), about 1.7 million records."""
+signs of its vector) and 1.5 KB a scope (the sum of its vectors), about 1.5 million
+records in scopes of a hundred."""
 SCAN_CHUNK = 8192
 """Stored vectors scored at a time: a tenant-wide scan never holds all of them as floats."""
 CENTRE_PRIOR = 20
