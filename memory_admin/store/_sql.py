@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from memory_admin.embed.protocol import Vector, numpy
 from memory_admin.errors import MemoryCorruptionError, MemoryValidationError
 from memory_admin.events import AnyEvent, EventQuery, MemoryRecallEvent, StoredEvent, forget_records, parse_event
 from memory_admin.records import MemoryRecord, validation_problems
@@ -37,7 +38,8 @@ from memory_admin.store.vectors import (
     ScopeVectors,
     VectorCache,
     VectorSpace,
-    centre_of,
+    centre,
+    centre_keys,
     closest,
     shortlist,
 )
@@ -634,17 +636,18 @@ class SqlSession(ABC):
             params,
             raw=True,
         )
-        scopes = yield from self._scope_vectors({int(sid): (int(v), int(n)) for sid, v, n in stamps}, space)
+        versions = {int(sid): (int(v), int(n)) for sid, v, n in stamps}
+        scopes = yield from self._scope_vectors(versions, space)
         filters, filter_params = record_filters(d, plan)
         filters = f"{in_scope[0]} AND {filters}"
         filter_params = [*in_scope[1], *filter_params]
         depth = max(limit * PREFILTER_FACTOR, PREFILTER_MIN)
-        mean = centre_of(scopes)
-        listed = shortlist(plan.vector, scopes, max(SHORTLIST, 2 * depth))
-        found = closest(plan.vector, (yield from self._vectors_of(listed)), space.dimensions, depth, mean)
+        total = sum(len(scope.keys) for scope in scopes)
+        listed = yield from self._vectors_of(shortlist(plan.vector, scopes, max(SHORTLIST, 2 * depth)))
+        mean = yield from self._centre(versions, scopes, listed, total, space)
+        found = closest(plan.vector, listed, space.dimensions, depth, mean)
         ids = yield from self._passing([key for key, _ in found], filters, filter_params)
         found = [(key, score) for key, score in found if key in ids]
-        total = sum(len(scope.keys) for scope in scopes)
         if len(found) < limit and total > depth:
             # the filters ruled out too many of the closest: score every record they admit
             every = [int(key) for scope in scopes for key in scope.keys.tolist()]
@@ -665,6 +668,31 @@ class SqlSession(ABC):
             f"SELECT v.{d.key}, v.vec FROM memory_vectors v WHERE {among} ORDER BY v.{d.key}", among_params, raw=True
         )
         return [(int(key), bytes(blob)) for key, blob in rows]
+
+    def _centre(
+        self,
+        versions: dict[int, tuple[int, int]],
+        scopes: Sequence[ScopeVectors],
+        listed: Sequence[tuple[int, bytes]],
+        total: int,
+        space: VectorSpace,
+    ) -> Op[Vector | None]:
+        """The searched collection's centre (:func:`~memory_admin.store.vectors.centre`):
+        from the vectors already read when they are all of it, else from a sample read
+        once and kept while the scopes' versions stand."""
+        if len(listed) == total:
+            return centre(listed, total, space.dimensions)
+        cache = self.vector_cache
+        key = (space.model_id, tuple(sorted((sid, version) for sid, (version, _) in versions.items())))
+        known = cache.centres.get(key) if cache is not None else None
+        if known is not None:
+            return known
+        np = numpy()
+        keys = np.sort(np.concatenate([scope.keys for scope in scopes])).tolist()
+        mean = centre((yield from self._vectors_of(centre_keys(keys))), total, space.dimensions)
+        if cache is not None and mean is not None:
+            cache.centres.put(key, mean)
+        return mean
 
     def _scope_vectors(self, scopes: dict[int, tuple[int, int]], space: VectorSpace) -> Op[list[ScopeVectors]]:
         """The vectors of these scopes (scope id → its ``vec_version`` and record count),

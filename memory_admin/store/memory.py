@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from memory_admin.embed.quantize import scaled_sum, stack_blobs
 from memory_admin.events import AnyEvent, EventQuery, StoredEvent, event_matches, forget_records
 from memory_admin.records import KINDS, MemoryHit, MemoryRecord
 from memory_admin.scope import TENANT_KEY, Scope, is_subset_match, scope_json, scope_matches, visible_to_agent
@@ -31,7 +30,7 @@ from memory_admin.store.base import (
 from memory_admin.store.plan import Candidate, Cursor, SearchPlan, context, now_us
 from memory_admin.store.protocol import CorruptionScan, ScopeCounts, ScopeFacet
 from memory_admin.store.ranking import build_facets
-from memory_admin.store.vectors import VectorSpace, closest, shrunk_mean
+from memory_admin.store.vectors import VectorSpace, centre, centre_keys, closest
 
 
 @dataclass
@@ -320,13 +319,13 @@ class _Session:
         query = plan.query
         # measured from the mean of every vector in the scopes searched, as SQL stores do
         reached = [
-            blob
+            (r.id, blob)
             for r in self._records()
             if scope_matches(r.scope, query.scope, query.scope_match)
             and visible_to_agent(r.scope, query.agent)
             and (blob := self._vector(r.id)) is not None
         ]
-        mean = shrunk_mean(scaled_sum(*stack_blobs(reached, space.dimensions)), len(reached)) if reached else None
+        mean = centre(centre_keys(reached), len(reached), space.dimensions)
         admitted = {r.id: r for r in self._records() if passes_filters(r, plan)}
         rows = [(record_id, blob) for record_id in admitted if (blob := self._vector(record_id)) is not None]
         found = closest(plan.vector, rows, space.dimensions, limit, mean)

@@ -8,7 +8,7 @@ and the model that made them once per store (:class:`VectorSpace`). Its
 records a plan admits — with the very SQL filters a keyword search uses, so no scope,
 kind, tag, key, agent, ``as_of``, expiry or invalidation rule can differ between modes —
 and hands them to :func:`closest`, which scores them by cosine similarity measured from
-the searched scopes' mean (:func:`centre_of`). A large scope is first shortlisted by the
+the searched collection's mean (:func:`centre`). A large scope is first shortlisted by the
 signs of its vectors (:func:`shortlist`); the shortlist is scored exactly: there is no
 index to drift from the records, nothing to rebuild. Fusion (:func:`fuse`) orders both
 sides' candidates, ids and scores only, before any record is read.
@@ -38,13 +38,17 @@ V = TypeVar("V")
 
 DEFAULT_CACHE_BYTES = 96 * 2**20
 """What a store keeps of the vectors it searched: 56 bytes a record (its key and the
-signs of its vector) and 1.5 KB a scope (the sum of its vectors), about 1.5 million
-records in scopes of a hundred."""
+signs of its vector), about 1.7 million records."""
 SCAN_CHUNK = 8192
 """Stored vectors scored at a time: a tenant-wide scan never holds all of them as floats."""
 CENTRE_PRIOR = 20
 """How many records' worth of the origin a searched collection's mean is shrunk towards
-(:func:`shrunk_mean`): the mean of three records is mostly those records."""
+(:func:`centre`): the mean of three records is mostly those records."""
+CENTRE_SAMPLE = 512
+"""Vectors a collection's mean is measured on: all of a smaller one, else this many
+spread over it (the mean of 512 unit vectors is within about 0.04 of the whole's)."""
+CENTRES_KEPT = 256
+"""Centres of large collections a process keeps (1.5 KB each)."""
 
 
 @dataclass(frozen=True)
@@ -99,56 +103,56 @@ class LruCache(Generic[K, V]):
 
 @dataclass(frozen=True)
 class ScopeVectors:
-    """One stored scope's vectors as a search's first pass reads them: the record keys,
-    one bit per dimension (its sign), 48 bytes a vector at 384 dimensions, and the sum of
-    the vectors (the scope's part of the searched collection's mean)."""
+    """One stored scope's vectors as a search's first pass reads them: the record keys
+    and one bit per dimension (its sign), 48 bytes a vector at 384 dimensions."""
 
     version: int
     keys: Any
     bits: Any
-    total: Any
 
     @property
     def nbytes(self) -> int:
-        return int(self.keys.nbytes + self.bits.nbytes + self.total.nbytes)
+        return int(self.keys.nbytes + self.bits.nbytes)
 
     @classmethod
     def of(cls, version: int, rows: Sequence[tuple[int, bytes]], dimensions: int) -> ScopeVectors:
         np = numpy()
         keys = np.fromiter((key for key, _ in rows), dtype=np.int64, count=len(rows))
         parts = []
-        total = np.zeros(dimensions, dtype=np.float32)
         for start in range(0, len(rows), SCAN_CHUNK):
-            codes, scales = stack_blobs([blob for _, blob in rows[start : start + SCAN_CHUNK]], dimensions)
+            codes, _ = stack_blobs([blob for _, blob in rows[start : start + SCAN_CHUNK]], dimensions)
             parts.append(np.packbits(codes > 0, axis=1))
-            total += scaled_sum(codes, scales)
         bits = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        return cls(version, keys, bits, total)
+        return cls(version, keys, bits)
 
 
-def shrunk_mean(total: Vector, count: int) -> Vector | None:
-    """The point a search measures similarity from: the mean of the ``count`` vectors it
-    searches (summing to ``total``), shrunk towards the origin by ``count / (count +``
-    :data:`CENTRE_PRIOR` ``)`` so that a handful of records are barely centred. ``None``
-    for an empty collection."""
-    if count <= 0:
+def centre_keys(keys: Sequence[K]) -> list[K]:
+    """Which of a collection's vectors (``keys`` in key order: the order they were
+    written) its centre is measured on: every one up to :data:`CENTRE_SAMPLE`, else that
+    many spread evenly over the order."""
+    if len(keys) <= CENTRE_SAMPLE:
+        return list(keys)
+    step = (len(keys) - 1) / (CENTRE_SAMPLE - 1)
+    return [keys[round(i * step)] for i in range(CENTRE_SAMPLE)]
+
+
+def centre(rows: Sequence[tuple[Any, bytes]], count: int, dimensions: int) -> Vector | None:
+    """The point a search measures similarity from: the mean of the collection it
+    searches (``count`` vectors), taken over ``rows`` (:func:`centre_keys` of it), shrunk
+    towards the origin by ``count / (count +`` :data:`CENTRE_PRIOR` ``)`` so that a
+    handful of records is barely centred. ``None`` for an empty collection."""
+    if not rows or count <= 0:
         return None
-    np = numpy()
-    mean: Vector = np.asarray(total, dtype=np.float32) / (count + CENTRE_PRIOR)
-    return mean
-
-
-def centre_of(scopes: Sequence[ScopeVectors]) -> Vector | None:
-    """:func:`shrunk_mean` of these scopes' vectors together."""
-    if not scopes:
-        return None
-    np = numpy()
-    return shrunk_mean(np.sum([scope.total for scope in scopes], axis=0), sum(len(scope.keys) for scope in scopes))
+    scale = count / (count + CENTRE_PRIOR) / len(rows)
+    shrunk: Vector = scaled_sum(*stack_blobs([blob for _, blob in rows], dimensions)) * numpy().float32(scale)
+    return shrunk
 
 
 class VectorCache:
     """A process's copy of the vectors it searched, per stored scope, in at most
-    ``max_bytes``; least recently used scopes go first.
+    ``max_bytes``; least recently used scopes go first. Beside them, the centres of the
+    large collections it searched (:func:`centre`, measured on a sample), by the scopes
+    and versions they were measured on.
 
     A scope's copy is used only while the scope's ``vec_version`` — a store-wide number
     stamped on the scope, in the same transaction, by every change to its vectors, and
@@ -158,6 +162,7 @@ class VectorCache:
 
     def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self._scopes: LruCache[int, ScopeVectors] = LruCache(max_bytes, weight=lambda vectors: vectors.nbytes)
+        self.centres: LruCache[Hashable, Vector] = LruCache(CENTRES_KEPT)
 
     def get(self, scope_id: int, version: int) -> ScopeVectors | None:
         found = self._scopes.get(scope_id)
@@ -169,6 +174,7 @@ class VectorCache:
     def clear(self) -> None:
         """Forget every copy (after a delete or an erasure: no forgotten vector stays in RAM)."""
         self._scopes.clear()
+        self.centres.clear()
 
 
 def shortlist(query: Vector, scopes: Sequence[ScopeVectors], size: int) -> list[int]:
@@ -269,6 +275,7 @@ def fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate]) -> list[Ra
 
 __all__ = [
     "CENTRE_PRIOR",
+    "CENTRE_SAMPLE",
     "DEFAULT_CACHE_BYTES",
     "SCAN_CHUNK",
     "LruCache",
@@ -277,10 +284,10 @@ __all__ = [
     "VectorCache",
     "VectorSpace",
     "by_meaning",
-    "centre_of",
+    "centre",
+    "centre_keys",
     "closest",
     "document_text",
     "fuse",
     "shortlist",
-    "shrunk_mean",
 ]

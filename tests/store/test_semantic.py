@@ -145,8 +145,8 @@ def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(tmp_path: Path
     import random
 
     from memory_admin.bench.corpus import Corpus
-    from memory_admin.embed.quantize import scaled_sum, stack_blobs, to_blobs
-    from memory_admin.store.vectors import closest, shrunk_mean
+    from memory_admin.embed.quantize import to_blobs
+    from memory_admin.store.vectors import centre, centre_keys, closest
 
     corpus, rng = Corpus(), random.Random(4)
     texts = [corpus.sentence(rng) for _ in range(1200)]  # three times the exact-scan limit
@@ -154,7 +154,7 @@ def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(tmp_path: Path
         records = store.write([rec(text) for text in texts])
         blobs = list(zip((r.id for r in records), to_blobs(embedder.embed_documents(texts)), strict=True))
         # measured from the scope's mean, as the store measures
-        mean = shrunk_mean(scaled_sum(*stack_blobs([blob for _, blob in blobs], embedder.dimensions)), len(blobs))
+        mean = centre(centre_keys(blobs), len(blobs), embedder.dimensions)
         overlap = []
         for _ in range(20):
             query = " ".join(rng.choice(texts).split()[:4])

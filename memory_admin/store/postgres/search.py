@@ -382,9 +382,7 @@ def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[M
     search, page = found
     shown = yield from _whole(search, page[plan.offset : plan.offset + plan.limit])
     hits = [
-        MemoryHit(
-            record=record_of(search.records[seq]), score=score, terms=_parts(search.records[seq], plan, search)
-        )
+        MemoryHit(record=record_of(search.records[seq]), score=score, terms=_parts(search.records[seq], plan, search))
         for score, seq in shown
     ]
     return hits, Cursor(offset=plan.offset + plan.limit) if len(page) > plan.offset + plan.limit else None

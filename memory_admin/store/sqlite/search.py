@@ -278,10 +278,7 @@ class Search:
             [json_list(rid for _, _, rid in page)],
         )
         by_rid = {row["rid"]: row for row in rows}
-        hits = [
-            MemoryHit(record=self._record(by_rid[rid]), score=value, terms=held[rid][1])
-            for value, _, rid in page
-        ]
+        hits = [MemoryHit(record=self._record(by_rid[rid]), score=value, terms=held[rid][1]) for value, _, rid in page]
         more = len(ranked) > plan.offset + plan.limit
         return hits, Cursor(offset=plan.offset + plan.limit) if more else None
 
