@@ -53,7 +53,8 @@ from memory_admin.records import MemoryHit, MemoryRecord, MemorySearchQuery, utc
 from memory_admin.scope import AGENT_KEY, Scope, ScopeMatch, canonical_scope
 from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store.protocol import EventLogStore, MemoryStore
-from memory_admin.tokenize import unique_tokens
+from memory_admin.store.ranking import record_text
+from memory_admin.tokenize import tokenize, unique_tokens
 
 DEFAULT_BUDGET_CHARS = 4000
 DEFAULT_PROFILE_BUDGET_RATIO = 0.4
@@ -302,8 +303,12 @@ class _Plan:
         self.max_hits = max_hits
         self.raw_query = query
         clipped, self.query_clipped = clip_query(query) if query is not None else ("", False)
-        self.query = clipped if unique_tokens(clipped) else None
-        self.max_limit = store.capabilities().max_limit
+        self.query_terms = frozenset(unique_tokens(clipped))
+        self.query = clipped if self.query_terms else None
+        capabilities = store.capabilities()
+        self.max_limit = capabilities.max_limit
+        self.by_meaning = capabilities.search != "keyword"
+        """Hits come by meaning too (a store with an embedder): any record may be one."""
 
     def search(self, limit: int, **filters: object) -> MemorySearchQuery:
         return MemorySearchQuery.model_validate(
@@ -362,6 +367,12 @@ class _Candidates:
 _Steps = Generator[MemorySearchQuery, list[MemoryHit], _Candidates]
 
 
+def shares_term(record: MemoryRecord, terms: frozenset[str]) -> bool:
+    """Whether ``record`` holds one of these match terms (its content, tags and stated
+    day, as keyword search matches it)."""
+    return not terms.isdisjoint(tokenize(record_text(record.content, record.tags, record.observed_at)))
+
+
 def _gather(plan: _Plan, show_ids: bool) -> _Steps:
     """The store queries, as a generator: the sync and async drivers run the same steps."""
     found = _Candidates()
@@ -377,7 +388,15 @@ def _gather(plan: _Plan, show_ids: bool) -> _Steps:
         taken |= {record.id for record in found.pinned}
     new_hits: list[MemoryRecord] = []
     if plan.query is not None and plan.max_hits > 0:
-        hits = yield plan.search(plan.max_hits + len(taken), query=plan.query)
+        # records already taken may hold places among the hits: enough more are asked for.
+        # A keyword search returns only records sharing a term with the message, so there
+        # only the taken records that share one can (the rest need no place kept for them)
+        rivals = (
+            taken
+            if plan.by_meaning
+            else {r.id for r in (*found.profile, *found.pinned) if shares_term(r, plan.query_terms)}
+        )
+        hits = yield plan.search(plan.max_hits + len(rivals), query=plan.query)
         found.scored = tuple(hits)
         pinned = {record.id for record in found.pinned}
         for hit in hits:
