@@ -216,10 +216,22 @@ class Search:
         select = RECORD_SELECT + " FROM memory_records r {index} JOIN memory_scopes s ON s.scope_id = r.scope_id"
         args: list[Any]
         if len(scopes) <= ranking.FEW_SCOPES:
-            # a few scopes: walk each one's index newest-first, stop at the limit, merge
-            part = f"SELECT * FROM ({select.format(index='INDEXED BY memory_records_scope_recent')} "
-            part += f"WHERE r.scope_id = ? AND {filters} {order})"
-            sql = " UNION ALL ".join([part] * len(scopes)) + " ORDER BY created_at DESC, rid DESC LIMIT ?"
+            # a few scopes: walk each one's index newest-first, stop at the limit, merge;
+            # the scopes' text is joined to the page only (joined inside, the planner
+            # sorts each scope's every row instead of walking its index)
+            profiles = plan.query.kinds == ("profile",)
+            index = "memory_records_profile_recent" if profiles else "memory_records_scope_recent"
+            part = (
+                f"SELECT * FROM (SELECT r.* FROM memory_records r INDEXED BY {index} "
+                f"WHERE r.scope_id = ? AND {filters} {order})"
+            )
+            sql = (
+                RECORD_SELECT
+                + " FROM ("
+                + " UNION ALL ".join([part] * len(scopes))
+                + ") r JOIN memory_scopes s ON s.scope_id = r.scope_id "
+                + order
+            )
             args = [value for sid, _ in scopes for value in (sid, *params, plan.limit + 1)]
         else:
             top = yield Statement("SELECT coalesce(max(rid), 0) FROM memory_records", raw=True)

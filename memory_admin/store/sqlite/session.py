@@ -58,7 +58,10 @@ class SqliteDialect(Dialect):
         return datetime.fromtimestamp(value // 1_000_000, UTC).replace(microsecond=value % 1_000_000)
 
     def one_of(self, column: str, values: Iterable[Any]) -> tuple[str, list[Any]]:
-        return f"{column} IN (SELECT value FROM json_each(?))", [json_list(values)]
+        listed = list(values)
+        if len(listed) == 1:  # the planner compares one value per row without a subquery
+            return f"{column} = ?", listed
+        return f"{column} IN (SELECT value FROM json_each(?))", [json_list(listed)]
 
     def tags_contain(self, column: str, tags: Sequence[str]) -> tuple[str, list[Any]]:
         return " AND ".join(f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?)" for _ in tags), list(tags)
