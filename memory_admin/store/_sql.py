@@ -623,7 +623,8 @@ class SqlSession(ABC):
     """The store's copy of the vectors it searched (set by the backend); ``None``: read every time."""
 
     def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[Candidate]]:
-        """The closest records, in three passes: a shortlist from the signs of the reached
+        """Up to ``limit`` of the closest records (the plan's page of them at least, when
+        that many pass its filters), in three passes: a shortlist from the signs of the reached
         scopes' vectors (the process's copy while each scope's ``vec_version`` says it is
         current, else read from the store) — every vector when the scopes hold at most
         :data:`SHORTLIST`, so a small scope is searched exactly — then the shortlist's
@@ -644,14 +645,16 @@ class SqlSession(ABC):
         filters, filter_params = record_filters(d, plan)
         filters = f"{in_scope[0]} AND {filters}"
         filter_params = [*in_scope[1], *filter_params]
-        depth = max(limit * PREFILTER_FACTOR, PREFILTER_MIN)
+        # a fusion asks for more than its page: it gets them from the page's own depth
+        page = min(plan.offset + plan.limit + 1, limit)
+        depth = max(page * PREFILTER_FACTOR, PREFILTER_MIN, limit)
         total = sum(len(scope.keys) for scope in scopes)
         listed = yield from self._vectors_of(shortlist(plan.vector, scopes, max(SHORTLIST, 2 * depth)))
         mean = yield from self._centre(versions, scopes, listed, total, space)
         found = closest(plan.vector, listed, space.dimensions, depth, mean)
         ids = yield from self._passing([key for key, _ in found], filters, filter_params)
         found = [(key, score) for key, score in found if key in ids]
-        if len(found) < limit and total > depth:
+        if len(found) < page and total > depth:
             # the filters ruled out too many of the closest: score every record they admit
             every = [int(key) for scope in scopes for key in scope.keys.tolist()]
             ids = yield from self._passing(every, filters, filter_params)

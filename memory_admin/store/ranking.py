@@ -15,11 +15,14 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_admin.scope import TENANT_KEY, Scope
 from memory_admin.store.protocol import ScopeFacet, ScopeValueCount
 from memory_admin.tokenize import tokenize
+
+if TYPE_CHECKING:
+    from memory_admin.store.plan import SearchPlan
 
 K1 = 1.2
 B = 0.75
@@ -139,6 +142,14 @@ def upper_bound(weights: Iterable[float]) -> float:
 def candidate_budget(needed: int) -> int:
     """Candidates a large scope's search may score when a page needs ``needed`` rows."""
     return max(CANDIDATE_BUDGET, needed * 4)
+
+
+def fusion_budget(plan: SearchPlan) -> int:
+    """Candidates the keyword side of a hybrid search may score in a large scope: what
+    the plan's page costs in keyword mode, though the fusion takes more of them (every
+    match of a scope ranked exhaustively, the best of those scored in a larger one).
+    The semantic side brings the rest of the pool."""
+    return candidate_budget(plan.offset + plan.limit + 1)
 
 
 class Candidates:

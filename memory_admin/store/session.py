@@ -122,8 +122,10 @@ class Session(Protocol):
     def search(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]: ...
 
     def keyword_candidates(self, plan: SearchPlan, limit: int) -> Op[list[Candidate]]:
-        """The ``limit`` best keyword matches of a ranked plan, best first, as a fusion's
-        candidates: the same ranking as :meth:`search`, without reading their records."""
+        """Up to ``limit`` best keyword matches of a ranked plan, best first, as a fusion's
+        candidates: the same ranking as :meth:`search`, without reading their records. A
+        large scope scores no more candidates than the plan's own page would
+        (:func:`~memory_admin.store.ranking.fusion_budget`)."""
         ...
 
     def count(self, plan: SearchPlan) -> Op[ScopeCounts]: ...
@@ -166,10 +168,11 @@ class Session(Protocol):
         ...
 
     def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[Candidate]]:
-        """The ``limit`` records closest to ``plan.vector`` among those every filter of
+        """Up to ``limit`` records closest to ``plan.vector`` among those every filter of
         the plan (scope, kinds, tags, keys, agent, ``as_of``, expiry, invalidation)
-        admits, closest first, scored by cosine similarity; ``space`` is the store's vector
-        space, which the caller has read in this unit (:func:`~memory_admin.store.vectors.closest`)."""
+        admits — the plan's page of them at least, when that many pass — closest first,
+        scored by cosine similarity; ``space`` is the store's vector space, which the
+        caller has read in this unit (:func:`~memory_admin.store.vectors.closest`)."""
         ...
 
     def unembedded(self, limit: int) -> Op[list[MemoryRecord]]:

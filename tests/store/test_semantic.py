@@ -165,6 +165,35 @@ def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(tmp_path: Path
         assert sum(overlap) / len(overlap) >= 0.9
 
 
+def test_a_large_scope_s_hybrid_page_is_nearly_the_exhaustive_one(
+    tmp_path: Path, embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the sizes ranked exhaustively, each side of a fusion scores only what its own
+    page would; the page it makes stays the one every candidate would have made."""
+    import random
+
+    from memory_admin.bench.corpus import Corpus
+    from memory_admin.store import _sql, ranking
+
+    corpus, rng = Corpus(), random.Random(5)
+    texts = [corpus.sentence(rng) for _ in range(1200)]  # past both exhaustive sizes
+    queries = [" ".join(rng.choice(texts).split()[:3]) for _ in range(20)]
+    with open_store(f"sqlite:///{tmp_path / 'memory.sqlite3'}", embedder=embedder) as store:
+        store.write([rec(text) for text in texts])
+
+        def pages() -> list[list[str]]:
+            return [[h.record.id for h in store.search({"scope": U1, "query": q, "limit": 10})] for q in queries]
+
+        bounded = pages()
+        monkeypatch.setattr(ranking, "SMALL_SCOPE", 10**6)
+        monkeypatch.setattr(_sql, "SHORTLIST", 10**6)
+        monkeypatch.setattr(_sql, "PREFILTER_MIN", 10**6)
+        exhaustive = pages()
+    assert all(b[0] == e[0] for b, e in zip(bounded, exhaustive, strict=True)), "the best hit is always the same"
+    overlap = [len(set(b) & set(e)) / 10 for b, e in zip(bounded, exhaustive, strict=True)]
+    assert sum(overlap) / len(overlap) >= 0.9
+
+
 def test_a_tenant_s_vectors_are_read_a_few_scopes_at_a_time() -> None:
     from memory_admin.store._sql import _groups
 

