@@ -53,8 +53,8 @@ from memory_admin.records import MemoryHit, MemoryRecord, MemorySearchQuery, utc
 from memory_admin.scope import AGENT_KEY, Scope, ScopeMatch, canonical_scope
 from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store.protocol import EventLogStore, MemoryStore
-from memory_admin.store.ranking import record_text
-from memory_admin.tokenize import tokenize, unique_tokens
+from memory_admin.store.ranking import record_terms
+from memory_admin.tokenize import unique_tokens
 
 DEFAULT_BUDGET_CHARS = 4000
 DEFAULT_PROFILE_BUDGET_RATIO = 0.4
@@ -370,7 +370,7 @@ _Steps = Generator[MemorySearchQuery, list[MemoryHit], _Candidates]
 def shares_term(record: MemoryRecord, terms: frozenset[str]) -> bool:
     """Whether ``record`` holds one of these match terms (its content, tags and stated
     day, as keyword search matches it)."""
-    return not terms.isdisjoint(tokenize(record_text(record.content, record.tags, record.observed_at)))
+    return not terms.isdisjoint(record_terms(record.content, record.tags, record.observed_at))
 
 
 def _gather(plan: _Plan, show_ids: bool) -> _Steps:

@@ -646,7 +646,7 @@ class SqlSession(ABC):
         filters = f"{in_scope[0]} AND {filters}"
         filter_params = [*in_scope[1], *filter_params]
         # a fusion asks for more than its page: it gets them from the page's own depth
-        page = min(plan.offset + plan.limit + 1, limit)
+        page = min(plan.needed, limit)
         depth = max(page * PREFILTER_FACTOR, PREFILTER_MIN, limit)
         total = sum(len(scope.keys) for scope in scopes)
         listed = yield from self._vectors_of(shortlist(plan.vector, scopes, max(SHORTLIST, 2 * depth)))

@@ -285,7 +285,6 @@ class StoreCore(ABC):
             vector = yield Compute(lambda: embedder.embed_query(text), lambda: embedder.aembed_query(text))
             self._query_vectors.put(text, vector)
         plan = replace(plan, vector=vector)
-        needed = plan.offset + plan.limit + 1
 
         def steps(s: Session) -> Op[tuple[list[MemoryHit], Cursor | None]]:
             space = yield from self._vector_space(s, claim=False)
@@ -296,9 +295,9 @@ class StoreCore(ABC):
 
             ranked: list[Ranked]
             if plan.mode == "semantic":
-                ranked = by_meaning((yield from similar(needed)))
+                ranked = by_meaning((yield from similar(plan.needed)))
             else:
-                depth = max(needed, FUSION_CANDIDATES)
+                depth = max(plan.needed, FUSION_CANDIDATES)
                 semantic = yield from similar(depth)
                 ranked = fuse((yield from s.keyword_candidates(plan, depth)), semantic)
             page = ranked[plan.offset : plan.offset + plan.limit]

@@ -86,6 +86,11 @@ class SearchPlan:
         """Where a ranked page starts."""
         return (self.cursor.offset or 0) if self.cursor is not None else 0
 
+    @property
+    def needed(self) -> int:
+        """Ranked rows a page reads: up to its last, and one more to tell whether more follow."""
+        return self.offset + self.limit + 1
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:

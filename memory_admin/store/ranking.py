@@ -149,7 +149,7 @@ def fusion_budget(plan: SearchPlan) -> int:
     the plan's page costs in keyword mode, though the fusion takes more of them (every
     match of a scope ranked exhaustively, the best of those scored in a larger one).
     The semantic side brings the rest of the pool."""
-    return candidate_budget(plan.offset + plan.limit + 1)
+    return candidate_budget(plan.needed)
 
 
 class Candidates:

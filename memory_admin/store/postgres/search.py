@@ -376,7 +376,7 @@ class TermFrequencies:
 
 def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[MemoryHit], Cursor | None]]:
     """A page of a relevance search (:func:`rank_op`), its records read whole."""
-    found = yield from rank_op(plan, frequencies, plan.offset + plan.limit + 1)
+    found = yield from rank_op(plan, frequencies, plan.needed)
     if found is None:
         return [], None
     search, page = found

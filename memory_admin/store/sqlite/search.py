@@ -280,7 +280,7 @@ class Search:
         raise MemoryStoreError(f"row {rid} failed to index but validates; run PRAGMA integrity_check")
 
     def _ranked(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
-        found = yield from self._rank(plan, plan.offset + plan.limit + 1)
+        found = yield from self._rank(plan, plan.needed)
         if found is None:
             return [], None
         ranked, held = found
