@@ -90,9 +90,26 @@ def record_text(content: str, tags: Iterable[str], stated: datetime) -> str:
     return f"{content} {' '.join(tags)} {date_words(stated)}"
 
 
+@lru_cache(maxsize=4096)
+def _day_tokens(year: int, month: int, day: int) -> tuple[str, ...]:
+    return tuple(tokenize(_day_words(year, month, day)))
+
+
+def record_tokens(content: str, tags: Iterable[str], stated: datetime) -> list[str]:
+    """The terms of :func:`record_text`, in order — ``tokenize(record_text(…))`` — built
+    part by part, so that a day's terms are tokenized once rather than once a record."""
+    tokens = tokenize(content)
+    listed = " ".join(tags)
+    if listed:
+        tokens += tokenize(listed)
+    day = stated.astimezone(UTC)
+    tokens += _day_tokens(day.year, day.month, day.day)
+    return tokens
+
+
 def record_terms(content: str, tags: Iterable[str], stated: datetime) -> Counter[str]:
     """The bag of terms a record is matched and ranked on (of :func:`record_text`)."""
-    return Counter(tokenize(record_text(content, tags, stated)))
+    return Counter(record_tokens(content, tags, stated))
 
 
 def score(terms: Mapping[str, int], length: int, average_length: float, weights: Mapping[str, float]) -> float:
@@ -119,12 +136,11 @@ def contributions(
     }
 
 
-def text_contributions(text: str, average_length: float, weights: Mapping[str, float]) -> dict[str, float]:
-    """:func:`contributions` of a record's :func:`record_text`: each query token it holds
-    with its part of the record's BM25 (the parts add up to its score). Every candidate
-    of a search is scored through this, so it counts the few query tokens in the
-    record's terms rather than counting every term."""
-    tokens = tokenize(text)
+def token_contributions(tokens: Sequence[str], average_length: float, weights: Mapping[str, float]) -> dict[str, float]:
+    """:func:`contributions` of a record's terms (:func:`record_tokens`): each query token
+    it holds with its part of the record's BM25 (the parts add up to its score). Every
+    candidate of a search is scored through this, so it counts the few query tokens in
+    the record's terms rather than counting every term."""
     norm = K1 * (1 - B + B * len(tokens) / (average_length or 1.0))
     parts: dict[str, float] = {}
     for token, weight in weights.items():

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import importlib
 import unicodedata
+from datetime import datetime
 
 import pytest
 import Stemmer
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memory_admin.store import ranking
 from memory_admin.tokenize import stem, tokenize, unique_tokens, unique_words, words
 
 SNOWBALL = Stemmer.Stemmer("english")
@@ -84,3 +86,14 @@ def test_the_stem_cache_is_bounded_and_answers_as_the_stemmer(monkeypatch: pytes
     monkeypatch.setattr(module, "STEM_CACHE_SIZE", 2)
     assert cache["jumping"] == "jump" and len(cache) == 2
     assert cache["running"] == "run" and len(cache) == 1, "a full cache starts over"
+
+
+@given(
+    st.text(),
+    st.lists(st.text(max_size=12), max_size=4),
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.timezones()),
+)
+def test_a_record_s_tokens_are_the_terms_of_its_text(content: str, tags: list[str], stated: datetime) -> None:
+    """Scoring builds a record's terms part by part (a day's terms once a day); they are
+    exactly the terms of the one text every backend indexes."""
+    assert ranking.record_tokens(content, tags, stated) == tokenize(ranking.record_text(content, tags, stated))

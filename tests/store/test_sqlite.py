@@ -310,6 +310,57 @@ def test_large_scopes_rank_exactly_while_the_budget_holds(tmp_path: Path, monkey
     sqlite.close()
 
 
+@pytest.mark.parametrize("reading", ["never", "always", "after the first token", "by cost"])
+def test_small_scopes_rank_exactly_however_their_rows_are_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reading: str
+) -> None:
+    """A small scope's search probes the index token by token, rarest first, and reads the
+    scope's remaining rows once that is cheaper: every page, score and term part equals
+    the exhaustive ranking whichever way (and whenever) it switches."""
+    import random
+
+    from memory_admin.store import InMemoryMemoryStore, RecordListQuery
+    from memory_admin.store.sqlite import search
+
+    calls = []
+
+    def decide(frequency: int, docs: int, scope_size: int, unseen: int) -> bool:
+        calls.append(unseen)
+        if reading == "by cost":
+            return cost(frequency, docs, scope_size, unseen)
+        return reading == "always" or (reading == "after the first token" and len(calls) > 1)
+
+    cost = search.reading_is_cheaper
+    monkeypatch.setattr(search, "reading_is_cheaper", decide)
+    rng = random.Random(5)
+    common = ["the", "and", "of", "memory"]
+    rare = [f"rare{i}" for i in range(30)]
+    items = []
+    for n in range(300):
+        words = [rng.choice(common) for _ in range(rng.randint(2, 9))]
+        words += [rng.choice(rare) for _ in range(rng.randint(0, 3))]
+        items.append({"scope": U1, "kind": "fact", "content": " ".join(words) + f" n{n}", "provenance": PROV})
+    sqlite = SqliteMemoryStore(tmp_path / "m.sqlite3", persist_events=False)
+    memory = InMemoryMemoryStore(persist_events=False)
+    for start in range(0, len(items), 100):
+        sqlite.write(items[start : start + 100])
+        memory.write(items[start : start + 100])
+
+    def pages(store: Any, query: str) -> list[list[tuple[str, float, dict[str, float] | None]]]:
+        found, cursor = [], None
+        for _ in range(3):
+            page = store.list_records(RecordListQuery(search={"scope": U1, "query": query, "limit": 4}, cursor=cursor))
+            found.append([(h.record.content, round(h.score or 0, 9), h.terms) for h in page.hits])
+            if (cursor := page.next_cursor) is None:
+                break
+        return found
+
+    for query in ["rare3 the", "rare7 rare8 memory", "rare1", "the and of", "rare12 rare13 rare14 and", "nothing"]:
+        assert pages(sqlite, query) == pages(memory, query), query
+    assert calls, "the small-scope loop decided how to find rows"
+    sqlite.close()
+
+
 def test_listings_across_many_scopes_match_the_reference(tmp_path: Path) -> None:
     """A tenant listing spans many scopes: pages come newest first, ties in batch order,
     the same as the in-memory reference, whichever index the listing walks."""

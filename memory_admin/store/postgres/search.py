@@ -44,7 +44,7 @@ from memory_admin.store._sql import (
 )
 from memory_admin.store.plan import Candidate, Cursor, SearchPlan, context
 from memory_admin.store.protocol import ScopeCounts, ScopeFacet
-from memory_admin.tokenize import TERMS_IDENTITY, tokenize
+from memory_admin.tokenize import TERMS_IDENTITY
 
 # PostgreSQL's own limits on a tsvector entry
 _MAX_LEXEME_BYTES = 2047
@@ -163,7 +163,7 @@ def _quote(text: str) -> str:
 def document(content: str, tags: Iterable[str], stated: datetime, hidden: Iterable[str]) -> tuple[str, int]:
     """A record's tsvector text (its terms with positions, then the hidden lexemes) and
     its length in terms, for BM25."""
-    tokens = tokenize(ranking.record_text(content, tags, stated))
+    tokens = ranking.record_tokens(content, tags, stated)
     positions: dict[str, list[int]] = {}
     for index, token in enumerate(tokens, start=1):
         kept = positions.setdefault(lexeme(token), [])
@@ -640,8 +640,8 @@ def _parts(row: Row, plan: SearchPlan, search: _Ranking) -> dict[str, float] | N
     try:
         stated = row["observed_at"] if row["observed_at"] is not None else row["created_at"]
         tags = json.loads(row["tags"]) if row["tags"] else ()
-        terms = tokenize(ranking.record_text(row["content"], tags, stated))
-    except (ValueError, TypeError, KeyError, OverflowError):
+        terms = ranking.record_tokens(row["content"], tags, stated)
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
         return None
     held = set(terms)
     return {

@@ -21,7 +21,7 @@ import json
 import sqlite3
 from datetime import UTC, datetime
 
-from memory_admin.store.ranking import record_text
+from memory_admin.store.ranking import record_tokens
 from memory_admin.tokenize import TERMS_IDENTITY, tokenize
 
 TERMS_TABLE = "memory_fts_terms"
@@ -48,7 +48,7 @@ def memory_terms(content: object, tags: object, stated_us: object) -> str:
     except (TypeError, ValueError, OverflowError, OSError):
         # a corrupt time: the row is indexed without its date (and reported when read)
         return " ".join(tokenize(f"{content} {' '.join(listed)}"))
-    return " ".join(tokenize(record_text(str(content or ""), listed, stated)))
+    return " ".join(record_tokens(str(content or ""), listed, stated))
 
 
 def register(conn: sqlite3.Connection) -> None:
