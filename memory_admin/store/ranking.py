@@ -189,7 +189,8 @@ class Candidates:
 
 
 class MaxScore:
-    """The candidate loop of a large scope's ranked search, for every backend.
+    """The candidate loop of a ranked search (SQLite runs it in every scope, without a
+    budget in a small one; PostgreSQL in a large scope).
 
     Tokens come rarest first; each is fetched only while it can still lift a record into
     the first ``needed`` places — a record holding only the tokens not yet fetched

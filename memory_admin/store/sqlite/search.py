@@ -338,8 +338,10 @@ class Search:
         a common word (or a tenant's scope token) costs O(records containing it) per
         query. Instead, weights come from cached document frequencies and candidates are
         gathered token by token, rarest first (:class:`~memory_admin.store.ranking.MaxScore`).
-        The ranking is exhaustive in scopes of up to
-        :data:`~memory_admin.store.ranking.SMALL_SCOPE` records, and in larger ones exact
+        The ranking is exact in scopes of up to
+        :data:`~memory_admin.store.ranking.SMALL_SCOPE` records (no candidate budget; once
+        probing a token would cost more than reading the scope's unseen rows,
+        :func:`reading_is_cheaper`, they are read and scored instead), and in larger ones
         unless a token's matches exhaust the candidate budget; then the most common
         tokens contribute only their newest matches. The ``needed`` best are exact.
         """
