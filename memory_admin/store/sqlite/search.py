@@ -357,11 +357,10 @@ class Search:
         # rid → its stored id, term parts, and (scope id, stated) for its context
         held: dict[int, tuple[Any, dict[str, float], tuple[int, int]]] = {}
 
-        def matches(tokens: Sequence[str], limit: int) -> Op[list[int]]:
-            words = " OR ".join(quote(t) for t in tokens)
+        def matches(token: str, limit: int) -> Op[list[int]]:
             rows = yield Statement(
                 "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-                [f"({scope_filter}) AND (terms : ({words}))", limit],
+                [f"({scope_filter}) AND (terms : {quote(token)})", limit],
                 raw=True,
             )
             return [int(row[0]) for row in rows]
@@ -397,17 +396,13 @@ class Search:
 
         small = scope_size <= max(ranking.SMALL_SCOPE, budget)
         by_rarity = sorted(plan.tokens, key=lambda t: frequencies[t])
-        # a small scope is ranked exactly: no candidate budget, and a token that costs more
-        # to probe than the rest of the scope costs to read ends the probing — the scope's
-        # unseen rows are read and scored instead (a common word in a user's scope)
-        loop = ranking.MaxScore(
-            by_rarity,
-            weights,
-            ranking.TF_FACTOR,
-            candidates,
-            needed=needed,
-            budget=scope_size * len(by_rarity) + 1 if small else budget,
-        )
+        if small:
+            # ranked exactly: a budget no token can exhaust (every fetch may take all of the
+            # scope's matches), and a token that costs more to probe than the rest of the
+            # scope costs to read ends the probing — the scope's unseen rows are read and
+            # scored instead (a common word in a user's scope)
+            budget = scope_size * (len(by_rarity) + 1)
+        loop = ranking.MaxScore(by_rarity, weights, ranking.TF_FACTOR, candidates, needed=needed, budget=budget)
         while (step := loop.next()) is not None:
             token, room = step
             if small:
@@ -422,8 +417,7 @@ class Search:
                     )
                     yield from score_rows((row for row in rows if row[0] not in candidates), matched=False)
                     break
-                room = scope_size
-            fresh = [rid for rid in (yield from matches([token], room)) if rid not in candidates]
+            fresh = [rid for rid in (yield from matches(token, room)) if rid not in candidates]
             loop.fetched((yield from score(fresh)))
         return candidates.ranked(), held
 
