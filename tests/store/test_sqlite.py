@@ -20,7 +20,7 @@ from memory_admin.conformance.base import contents
 from memory_admin.embed import Embedder
 from memory_admin.errors import MemoryStoreError, SchemaVersionError
 from memory_admin.records import MemoryRecord
-from memory_admin.store import FullMemoryStore, SqliteMemoryStore, open_store
+from memory_admin.store import FullMemoryStore, InMemoryMemoryStore, SqliteMemoryStore, open_store
 from memory_admin.store.ranking import record_text
 from memory_admin.store.sqlite import MIGRATIONS, SCHEMA_VERSION, terms
 from memory_admin.store.sqlite.session import id_key
@@ -276,28 +276,37 @@ def test_a_reader_holding_a_snapshot_makes_the_scrub_pending_not_silent(tmp_path
 # --- ranking in large scopes ---------------------------------------------------------------
 
 
-def test_large_scopes_rank_exactly_while_the_budget_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past the candidate budget, candidates are gathered rarest token first with MaxScore
-    pruning; while no token exhausts the budget the page equals the exhaustive ranking."""
+def _stopword_stores(
+    tmp_path: Path, *, seed: int, records: int, rare: int, common_words: tuple[int, int], rare_words: tuple[int, int]
+) -> tuple[SqliteMemoryStore, InMemoryMemoryStore]:
+    """The same records in a SQLite store and the in-memory reference, all in one scope:
+    each a few stopwords and up to a few of ``rare`` rare words, then its own number."""
     import random
 
-    from memory_admin.store import InMemoryMemoryStore, ranking
-
-    monkeypatch.setattr(ranking, "CANDIDATE_BUDGET", 60)
-    monkeypatch.setattr(ranking, "SMALL_SCOPE", 100)
-    rng = random.Random(3)
+    rng = random.Random(seed)
     common = ["the", "and", "of", "memory"]
-    rare = [f"rare{i}" for i in range(40)]
+    rarities = [f"rare{i}" for i in range(rare)]
     items = []
-    for n in range(400):
-        words = [rng.choice(common) for _ in range(rng.randint(3, 8))]
-        words += [rng.choice(rare) for _ in range(rng.randint(0, 2))]
+    for n in range(records):
+        words = [rng.choice(common) for _ in range(rng.randint(*common_words))]
+        words += [rng.choice(rarities) for _ in range(rng.randint(*rare_words))]
         items.append({"scope": U1, "kind": "fact", "content": " ".join(words) + f" n{n}", "provenance": PROV})
     sqlite = SqliteMemoryStore(tmp_path / "m.sqlite3", persist_events=False)
     memory = InMemoryMemoryStore(persist_events=False)
     for start in range(0, len(items), 100):
         sqlite.write(items[start : start + 100])
         memory.write(items[start : start + 100])
+    return sqlite, memory
+
+
+def test_large_scopes_rank_exactly_while_the_budget_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the candidate budget, candidates are gathered rarest token first with MaxScore
+    pruning; while no token exhausts the budget the page equals the exhaustive ranking."""
+    from memory_admin.store import ranking
+
+    monkeypatch.setattr(ranking, "CANDIDATE_BUDGET", 60)
+    monkeypatch.setattr(ranking, "SMALL_SCOPE", 100)
+    sqlite, memory = _stopword_stores(tmp_path, seed=3, records=400, rare=40, common_words=(3, 8), rare_words=(0, 2))
     checked = 0
     for query in ["rare3 the", "rare7 rare8 memory", "rare1", "rare12 and of", "rare30 rare31 rare32 the"]:
         expected = [h.record.content for h in memory.search({"scope": U1, "query": query, "limit": 5})]
@@ -317,9 +326,7 @@ def test_small_scopes_rank_exactly_however_their_rows_are_found(
     """A small scope's search probes the index token by token, rarest first, and reads the
     scope's remaining rows once that is cheaper: every page, score and term part equals
     the exhaustive ranking whichever way (and whenever) it switches."""
-    import random
-
-    from memory_admin.store import InMemoryMemoryStore, RecordListQuery
+    from memory_admin.store import RecordListQuery
     from memory_admin.store.sqlite import search
 
     calls = []
@@ -332,19 +339,7 @@ def test_small_scopes_rank_exactly_however_their_rows_are_found(
 
     cost = search.reading_is_cheaper
     monkeypatch.setattr(search, "reading_is_cheaper", decide)
-    rng = random.Random(5)
-    common = ["the", "and", "of", "memory"]
-    rare = [f"rare{i}" for i in range(30)]
-    items = []
-    for n in range(300):
-        words = [rng.choice(common) for _ in range(rng.randint(2, 9))]
-        words += [rng.choice(rare) for _ in range(rng.randint(0, 3))]
-        items.append({"scope": U1, "kind": "fact", "content": " ".join(words) + f" n{n}", "provenance": PROV})
-    sqlite = SqliteMemoryStore(tmp_path / "m.sqlite3", persist_events=False)
-    memory = InMemoryMemoryStore(persist_events=False)
-    for start in range(0, len(items), 100):
-        sqlite.write(items[start : start + 100])
-        memory.write(items[start : start + 100])
+    sqlite, memory = _stopword_stores(tmp_path, seed=5, records=300, rare=30, common_words=(2, 9), rare_words=(0, 3))
 
     def pages(store: Any, query: str) -> list[list[tuple[str, float, dict[str, float] | None]]]:
         found, cursor = [], None
