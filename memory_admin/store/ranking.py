@@ -91,8 +91,8 @@ def record_text(content: str, tags: Iterable[str], stated: datetime) -> str:
 
 
 @lru_cache(maxsize=4096)
-def _day_tokens(year: int, month: int, day: int) -> tuple[str, ...]:
-    return tuple(tokenize(_day_words(year, month, day)))
+def _date_tokens(words: str) -> tuple[str, ...]:
+    return tuple(tokenize(words))
 
 
 def record_tokens(content: str, tags: Iterable[str], stated: datetime) -> list[str]:
@@ -102,8 +102,7 @@ def record_tokens(content: str, tags: Iterable[str], stated: datetime) -> list[s
     listed = " ".join(tags)
     if listed:
         tokens += tokenize(listed)
-    day = stated.astimezone(UTC)
-    tokens += _day_tokens(day.year, day.month, day.day)
+    tokens += _date_tokens(date_words(stated))
     return tokens
 
 
