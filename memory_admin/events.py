@@ -160,6 +160,9 @@ class EventLogStats(BaseModel):
     """Events the log is missing: dropped by a writer that fell behind, or lost with a
     failed batch, as counted by every process that logs to this store (a process counts
     its own drops into the log with its next batch)."""
+    withheld: int = 0
+    """Events the log kept out because their tenant forgot something (a delete, an
+    erasure) after them: they may have read what was forgotten (docs/privacy.md)."""
     pending: int
     """This process's events still waiting for their batch."""
     flush_interval_s: float

@@ -538,15 +538,15 @@ def assemble_recall(
     ``len(result.block)``; ``profile_budget_ratio`` of it bounds the profile tier.
     ``pin_candidates`` pins up to that many targeted records (0: off). ``max_hits``
     bounds the hits and recent tiers. ``show_ids`` puts record ids in entries so an
-    agent can supersede what it recalls. ``now`` stamps the event (default: now);
-    ``sink`` receives the event instead of the store; ``preview_run`` marks it as a
-    preview, kept out of the dashboard's production graphs.
+    agent can supersede what it recalls. ``now`` stamps the event (default: when
+    assembly starts); ``sink`` receives the event instead of the store; ``preview_run``
+    marks it as a preview, kept out of the dashboard's production graphs.
 
     Returns a :class:`RecallResult`; ``block`` is ``""`` when nothing is remembered.
     Store errors (busy, corruption) propagate as :class:`~memory_admin.errors.MemoryStoreError`;
     a failing sink or event log never fails the recall.
     """
-    started = time.perf_counter()
+    started, stamped = time.perf_counter(), now or utc_now()  # stamped before any read, like a search's event
     plan = _Plan(
         store,
         scope,
@@ -559,7 +559,7 @@ def assemble_recall(
         scope_match=scope_match,
     )
     found = run_steps(_gather(plan, show_ids), lambda q: store.search(q, emit_event=False))
-    result = _finish(plan, found, show_ids=show_ids, now=now or utc_now(), started=started, preview_run=preview_run)
+    result = _finish(plan, found, show_ids=show_ids, now=stamped, started=started, preview_run=preview_run)
     _deliver(store, result.event, sink)
     return result
 
@@ -581,7 +581,7 @@ async def aassemble_recall(
     preview_run: bool = False,
 ) -> RecallResult:
     """The async twin of :func:`assemble_recall`: the same block, through ``asearch``."""
-    started = time.perf_counter()
+    started, stamped = time.perf_counter(), now or utc_now()  # stamped before any read, like a search's event
     plan = _Plan(
         store,
         scope,
@@ -594,7 +594,7 @@ async def aassemble_recall(
         scope_match=scope_match,
     )
     found = await arun_steps(_gather(plan, show_ids), lambda q: store.asearch(q, emit_event=False))
-    result = _finish(plan, found, show_ids=show_ids, now=now or utc_now(), started=started, preview_run=preview_run)
+    result = _finish(plan, found, show_ids=show_ids, now=stamped, started=started, preview_run=preview_run)
     if sink is not None:
         deliver([sink], result.event)  # a sink runs on the caller's thread, as in the sync twin
     elif isinstance(store, EventLogStore):

@@ -31,6 +31,7 @@ STORE_TABLES = (
     "memory_events",
     "memory_counters",
     "memory_settings",
+    "memory_forgetting",
 )
 TEST_SETTINGS = {"max_connections": "200"}  # the multi-process tests open many pools
 

@@ -11,6 +11,7 @@ import pytest
 
 from memory_admin.conformance.base import (
     ACME,
+    OTHER,
     U1,
     U2,
     U10,
@@ -19,6 +20,7 @@ from memory_admin.conformance.base import (
     rec,
 )
 from memory_admin.conformance.support import FakeClock
+from memory_admin.events import MemorySearchEvent
 from memory_admin.store.protocol import FullMemoryStore
 
 
@@ -225,3 +227,44 @@ class EventCases(ConformanceBase):
         previews = self._previews(store)
         assert "Vlondel vegetarian" not in previews and previews.get("") is True
         assert previews.get("when is Vlondel closed") is False
+
+    @staticmethod
+    def _found(clock: FakeClock, scope: dict[str, str], query: str, record_ids: list[str]) -> MemorySearchEvent:
+        """The event of a search that has just run: on its way to the log (in another
+        process's buffer, or a thread's that finished reading before a forgetting)."""
+        return MemorySearchEvent(
+            at=clock(), scope=scope, query_preview=query, count=len(record_ids), limit=10,
+            record_ids=record_ids, duration_ms=0.5, mode="keyword",
+        )  # fmt: skip
+
+    @pytest.mark.parametrize("forgetting", ["erase", "delete"])
+    def test_events_on_their_way_to_the_log_when_their_tenant_forgets_are_withheld(
+        self, store: FullMemoryStore, raw_store: FullMemoryStore, clock: FakeClock, forgetting: str
+    ) -> None:
+        self._needs(store, events=True, erasure=forgetting == "erase")
+        victim = store.write([rec("Mei eats vegetarian at Vlondel", U2)])[0]
+        store.write([rec("Vlondel is closed on Mondays", OTHER)])
+        in_flight = [
+            self._found(clock, U2, "does Mei eat at Vlondel", [victim.id]),
+            self._found(clock, ACME, "Vlondel vegetarian", [victim.id]),  # tenant-wide: outlives an erasure
+            self._found(clock, U1, "what about Mei", []),  # found nothing, and may still quote it
+        ]
+        elsewhere = self._found(clock, OTHER, "Vlondel on Mondays", [])
+        before = raw_store.event_log_stats()
+        if forgetting == "erase":
+            store.erase(U2)
+        else:
+            assert store.delete(victim.id)
+        for event in [*in_flight, elsewhere]:
+            raw_store.emit(event)
+        clock.advance(minutes=1)
+        later = self._found(clock, U1, "Mei again", [])
+        raw_store.emit(later)
+        logged = raw_store.query_events({"types": ["agent.memory.search"], "include_previews": True})
+        previews = [getattr(stored.event, "query_preview", None) for stored in logged]
+        assert previews == ["Mei again", "Vlondel on Mondays"], (
+            "the tenant's events from before its forgetting are withheld; another tenant's, and later ones, are not"
+        )
+        after = raw_store.event_log_stats()
+        assert after.withheld == before.withheld + len(in_flight), "withheld events are counted"
+        assert after.dropped == before.dropped, "apart from the ones a writer that fell behind dropped"

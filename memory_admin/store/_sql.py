@@ -120,6 +120,11 @@ class Dialect(ABC):
         """A record id from the ``id`` column's raw value (the inverse of :meth:`id_param`)."""
         return str(stored)
 
+    def forgetting_lock(self, forgetting: bool) -> Statement | None:
+        """What orders a unit that forgets (``forgetting``) against an event batch's unit,
+        where their transactions alone do not; ``None``: one write lock already does."""
+        return None
+
     def insert_rows(self, table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]) -> Statement:
         """One statement inserting ``rows`` into ``columns`` (name, SQL type) of ``table``.
         By default the insert runs once per row (``executemany``)."""
@@ -505,7 +510,10 @@ def ids_in_scopes_op(d: Dialect, scope_ids: Sequence[int]) -> Op[list[str]]:
 
 
 EVENTS_DROPPED = "events_dropped"
-"""The counter (``memory_counters``) of events the log is missing."""
+"""The counter (``memory_counters``) of events the log is missing because a writer fell
+behind or a batch failed."""
+EVENTS_WITHHELD = "events_withheld"
+"""The counter of events the log kept out because their tenant forgot something after them."""
 
 
 EVENT_COLUMNS = (
@@ -520,20 +528,45 @@ EVENT_COLUMNS = (
 """The event log's columns after its id, in :func:`event_row`'s order, with their types."""
 
 
-def log_events_op(d: Dialect, events: Sequence[AnyEvent], lost: int) -> Op[None]:
+def log_events_op(d: Dialect, events: Sequence[AnyEvent], lost: int, withheld: int) -> Op[None]:
     if events:
         yield d.insert_rows("memory_events", EVENT_COLUMNS, [event_row(d, event) for event in events])
-    if lost:
+    counts = [(name, n) for name, n in ((EVENTS_DROPPED, lost), (EVENTS_WITHHELD, withheld)) if n]
+    if counts:
         yield Statement(
             f"INSERT INTO memory_counters (name, n) VALUES ({d.p}, {d.p}) "
             "ON CONFLICT (name) DO UPDATE SET n = memory_counters.n + excluded.n",
-            [EVENTS_DROPPED, lost],
+            counts,
+            many=True,
         )
 
 
-def events_dropped_op(d: Dialect) -> Op[int]:
-    rows = yield Statement(f"SELECT n FROM memory_counters WHERE name = {d.p}", [EVENTS_DROPPED])
-    return int(rows[0]["n"]) if rows else 0
+def forgetting_lock_op(d: Dialect, forgetting: bool) -> Op[None]:
+    statement = d.forgetting_lock(forgetting)
+    if statement is not None:
+        yield statement
+
+
+def mark_forgetting_op(d: Dialect, tenant: str, at: datetime) -> Op[None]:
+    yield Statement(
+        f"INSERT INTO memory_forgetting (tenant, at) VALUES ({d.p}, {d.p}) "
+        "ON CONFLICT (tenant) DO UPDATE SET at = excluded.at WHERE excluded.at > memory_forgetting.at",
+        [tenant, d.to_db_time(at)],
+    )
+
+
+def forgetting_since_op(d: Dialect, since: datetime) -> Op[dict[str, datetime]]:
+    yield from forgetting_lock_op(d, False)
+    rows = yield Statement(f"SELECT tenant, at FROM memory_forgetting WHERE at >= {d.p}", [d.to_db_time(since)])
+    return {row["tenant"]: d.from_db_time(row["at"]) for row in rows}
+
+
+def events_missing_op(d: Dialect) -> Op[tuple[int, int]]:
+    rows = yield Statement(
+        f"SELECT name, n FROM memory_counters WHERE name IN ({d.p}, {d.p})", [EVENTS_DROPPED, EVENTS_WITHHELD]
+    )
+    counts = {row["name"]: int(row["n"]) for row in rows}
+    return counts.get(EVENTS_DROPPED, 0), counts.get(EVENTS_WITHHELD, 0)
 
 
 SHORTLIST = 400
@@ -786,11 +819,20 @@ class SqlSession(ABC):
     def append_events(self, events: Sequence[AnyEvent]) -> Op[list[int]]:
         return (yield from append_events_op(self.dialect, events))
 
-    def log_events(self, events: Sequence[AnyEvent], lost: int) -> Op[None]:
-        yield from log_events_op(self.dialect, events, lost)
+    def log_events(self, events: Sequence[AnyEvent], lost: int, withheld: int) -> Op[None]:
+        yield from log_events_op(self.dialect, events, lost, withheld)
 
-    def events_dropped(self) -> Op[int]:
-        return (yield from events_dropped_op(self.dialect))
+    def events_missing(self) -> Op[tuple[int, int]]:
+        return (yield from events_missing_op(self.dialect))
+
+    def begin_forgetting(self) -> Op[None]:
+        yield from forgetting_lock_op(self.dialect, True)
+
+    def mark_forgetting(self, tenant: str, at: datetime) -> Op[None]:
+        yield from mark_forgetting_op(self.dialect, tenant, at)
+
+    def forgetting_since(self, since: datetime) -> Op[dict[str, datetime]]:
+        return (yield from forgetting_since_op(self.dialect, since))
 
     def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]:
         return (yield from query_events_op(self.dialect, query))

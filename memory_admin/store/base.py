@@ -208,9 +208,12 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
             tenant = yield from s.tenant_of(record_id)
             if tenant is None:
                 return False
+            yield from s.begin_forgetting()
             yield from s.delete(record_id)
             # the events that found it lose the query text that may quote it, in the same transaction
             yield from s.forget_in_events(tenant, [record_id])
+            # and those still on their way to the log are withheld (store/event_log.py)
+            yield from s.mark_forgetting(tenant, self._clock())
             return True
 
         existed: bool = yield Unit("write", steps)
@@ -235,6 +238,8 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
         now = self._clock()
 
         def steps(s: Session) -> Op[ErasureReport]:
+            if not dry_run:
+                yield from s.begin_forgetting()
             scopes = yield from s.scopes_under(canonical, lock=not dry_run)
             ids = [sid for sid, _ in scopes]
             by_kind = yield from s.kind_counts(ids)
@@ -244,6 +249,8 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
                 # tenant-wide events that found an erased record keep no text that may quote it
                 yield from s.forget_in_events(canonical[TENANT_KEY], (yield from s.ids_in_scopes(ids)))
                 yield from s.drop_scopes(ids)
+                # the scope's events still on their way to the log are withheld (store/event_log.py)
+                yield from s.mark_forgetting(canonical[TENANT_KEY], self._clock())
             return ErasureReport(
                 scope=canonical,
                 dry_run=dry_run,

@@ -103,9 +103,9 @@ def full_capabilities(backend: str) -> MemoryStoreCapabilities:
     )
 
 
-def _commit_events(store: StoreCore, events: Sequence[AnyEvent], lost: int) -> None:
+def _commit_events(store: StoreCore, events: Sequence[AnyEvent], lost: int) -> int:
     # looked up on each commit (not bound once), like every other unit the store runs
-    store._commit_events(events, lost)
+    return store._commit_events(events, lost)
 
 
 class StoreCore(ABC):
@@ -366,5 +366,6 @@ class StoreCore(ABC):
         self.close()
 
     @abstractmethod
-    def _commit_events(self, events: Sequence[AnyEvent], lost: int) -> None:
-        """The event buffer's batch writer (written once, in :mod:`.event_log`)."""
+    def _commit_events(self, events: Sequence[AnyEvent], lost: int) -> int:
+        """The event buffer's batch writer (written once, in :mod:`.event_log`): returns how
+        many events it withheld."""

@@ -50,9 +50,10 @@ DEFAULT_BATCH_SIZE = 500
 DEFAULT_CAPACITY = 10_000
 """Events held in memory while the writer is behind; beyond it the oldest are dropped."""
 
-Commit = Callable[[Owner, Sequence[AnyEvent], int], object]
+Commit = Callable[[Owner, Sequence[AnyEvent], int], int | None]
 """Commit ``events`` to ``owner``'s log and add ``lost`` to its count of dropped events,
-in one write unit (all of it or none of it)."""
+in one write unit (all of it or none of it); returns how many of ``events`` the log
+withheld (and counted itself; ``None``: none)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,9 @@ class EventBufferStats:
     """Of those, the ones not yet added to the log's own count."""
     batches: int
     """Commits made."""
+    withheld: int = 0
+    """Events the log kept out of the batches this buffer committed (their tenant forgot
+    something after them; the log counted them itself)."""
 
 
 class EventBuffer(Generic[Owner]):
@@ -113,7 +117,7 @@ class EventBuffer(Generic[Owner]):
         self._keep: Owner | None = None
         self._thread: threading.Thread | None = None
         self._stopping = self._closed = closed
-        self._written = self._dropped = self._unreported = self._batches = 0
+        self._written = self._dropped = self._unreported = self._batches = self._withheld = 0
 
     # --- the operation's side ---------------------------------------------------------
 
@@ -179,7 +183,7 @@ class EventBuffer(Generic[Owner]):
                 if owner is None:  # collected with nothing pending; nowhere to report
                     return
                 try:
-                    self._commit_fn(owner, batch, lost)
+                    withheld = self._commit_fn(owner, batch, lost) or 0
                 except Exception:
                     log.exception("could not commit %d memory events; they are counted as dropped", len(batch))
                     with self._lock:
@@ -189,7 +193,8 @@ class EventBuffer(Generic[Owner]):
                 finally:
                     del owner
                 with self._lock:
-                    self._written += len(batch)
+                    self._written += len(batch) - withheld
+                    self._withheld += withheld
                     self._batches += 1
 
     # --- control ----------------------------------------------------------------------
@@ -230,6 +235,7 @@ class EventBuffer(Generic[Owner]):
                 dropped=self._dropped,
                 unreported=self._unreported,
                 batches=self._batches,
+                withheld=self._withheld,
             )
 
 

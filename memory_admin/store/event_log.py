@@ -3,12 +3,22 @@
 Events are the exception to "one unit per operation": an operation hands its event to
 the store's :class:`~memory_admin.store.event_buffer.EventBuffer`, which commits them in
 batches from a background thread, so a read never becomes a write to log itself.
+
+An event can therefore reach the log after a forgetting (a delete, an erasure) that it
+predates: a search that found a record a moment before the record was erased, in this
+process or in any other. Such an event may quote what was forgotten, and the erasure
+could not remove it, because it was not in the log yet. So every forgetting leaves a
+mark — its tenant and when — and a batch withholds the events of that tenant from
+before the mark (:data:`FORGET_MARGIN` after it included), and counts them.
+The mark and the batch are ordered by the store (one write lock; PostgreSQL: a table
+lock), so a batch either commits before the forgetting, and is forgotten with the rest,
+or after it, and sees the mark.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from memory_admin.errors import (
@@ -25,6 +35,7 @@ from memory_admin.events import (
 from memory_admin.records import (
     parse_model,
 )
+from memory_admin.scope import TENANT_KEY
 from memory_admin.store._sql import Op
 from memory_admin.store.arguments import (
     MAX_STORED_INT,
@@ -41,6 +52,18 @@ from memory_admin.store.session import (
 )
 
 T = TypeVar("T")
+
+FORGET_MARGIN = timedelta(seconds=2)
+"""How long after a forgetting's mark an event may still have read what was forgotten: an
+event's time is taken before its read, the mark's just before its commit, and the
+processes' clocks may differ a little."""
+
+
+def predates_forgetting(event: AnyEvent, forgetting: Mapping[str, datetime]) -> bool:
+    """``event`` may have read what its tenant has since forgotten (``forgetting``: the
+    latest forgetting of each tenant)."""
+    forgot = forgetting.get(event.scope[TENANT_KEY])
+    return forgot is not None and event.at <= forgot + FORGET_MARGIN
 
 
 class EventLogMethods(StoreCore):
@@ -82,9 +105,20 @@ class EventLogMethods(StoreCore):
         [event_id] = self._run_unit(Unit("write", lambda s: s.append_events([event])))
         return event_id
 
-    def _commit_events(self, events: Sequence[AnyEvent], lost: int) -> None:
-        """One batch of the buffer, and the events it had to drop, in one write unit."""
-        self._run_unit(Unit("append", lambda s: s.log_events(events, lost)))
+    def _commit_events(self, events: Sequence[AnyEvent], lost: int) -> int:
+        """One batch of the buffer, and the events it had to drop, in one write unit.
+        Returns how many of the batch it withheld, because their tenant forgot something
+        after them (:func:`predates_forgetting`); the log counts them too."""
+        oldest = min((event.at for event in events), default=None)
+
+        def steps(s: Session) -> Op[int]:
+            forgetting = {} if oldest is None else (yield from s.forgetting_since(oldest - FORGET_MARGIN))
+            kept = [event for event in events if not predates_forgetting(event, forgetting)]
+            withheld = len(events) - len(kept)
+            yield from s.log_events(kept, lost, withheld)
+            return withheld
+
+        return self._run_unit(Unit("append", steps))
 
     @property
     def event_flush_interval(self) -> float:
@@ -113,10 +147,11 @@ class EventLogMethods(StoreCore):
         if not caps.events:
             raise CapabilityError(self.backend_name, ["events"])
         local = self._events.stats()
-        logged = self._run_unit(Unit("read", lambda s: s.events_dropped()))
+        dropped, withheld = self._run_unit(Unit("read", lambda s: s.events_missing()))
         return EventLogStats(
             logging=self._logging_events,
-            dropped=logged + local.unreported,
+            dropped=dropped + local.unreported,
+            withheld=withheld,
             pending=local.pending,
             flush_interval_s=self._events.interval,
         )

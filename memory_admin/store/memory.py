@@ -54,6 +54,8 @@ class _State:
     events: list[StoredEvent] = field(default_factory=list)
     next_event: int = 1
     events_dropped: int = 0
+    events_withheld: int = 0
+    forgetting: dict[str, datetime] = field(default_factory=dict)
     vectors: dict[str, bytes] = field(default_factory=dict)
     space: VectorSpace | None = None
 
@@ -106,6 +108,7 @@ class _Session:
         self._deletes: set[str] = set()
         self._erased_scopes: list[Scope] = []
         self._forgotten: dict[str, set[str]] = {}  # tenant -> record ids whose events lose their previews
+        self._forgetting: dict[str, datetime] = {}  # tenant -> when it forgot, for the event log's batches
         self._handles: dict[int, Scope] = {}
         self._vectors: dict[str, bytes] = {}
         self._space: list[VectorSpace | None] = []  # a change of the vector space, when set
@@ -261,12 +264,23 @@ class _Session:
             self._state.next_event += 1
         return no_statements(ids)
 
-    def log_events(self, events: Sequence[AnyEvent], lost: int) -> Op[None]:
+    def log_events(self, events: Sequence[AnyEvent], lost: int, withheld: int) -> Op[None]:
         yield from self.append_events(events)
         self._state.events_dropped += lost
+        self._state.events_withheld += withheld
 
-    def events_dropped(self) -> Op[int]:
-        return no_statements(self._state.events_dropped)
+    def events_missing(self) -> Op[tuple[int, int]]:
+        return no_statements((self._state.events_dropped, self._state.events_withheld))
+
+    def begin_forgetting(self) -> Op[None]:
+        return no_statements(None)  # the store's lock serialises units
+
+    def mark_forgetting(self, tenant: str, at: datetime) -> Op[None]:
+        self._forgetting[tenant] = max(at, self._forgetting.get(tenant, at))
+        return no_statements(None)
+
+    def forgetting_since(self, since: datetime) -> Op[dict[str, datetime]]:
+        return no_statements({tenant: at for tenant, at in self._state.forgetting.items() if at >= since})
 
     def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]:
         found = [
@@ -357,6 +371,8 @@ class _Session:
                     scrubbed = forget_records(stored.event, forgotten)
                     if scrubbed is not None:
                         state.events[index] = StoredEvent(id=stored.id, event=scrubbed)
+        for tenant, at in self._forgetting.items():
+            state.forgetting[tenant] = max(at, state.forgetting.get(tenant, at))
         for record_id in self._deletes:
             self._store._remove(record_id)
         for record_id, record in self._updates.items():

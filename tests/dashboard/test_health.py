@@ -14,6 +14,7 @@ from django.utils.http import urlencode
 
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.stores import reset_stores
+from memory_admin.events import MemorySearchEvent
 from memory_admin.reports import health
 from memory_admin.store import InMemoryMemoryStore, SqliteMemoryStore
 from memory_admin.store.sqlite import terms
@@ -169,3 +170,21 @@ def test_events_dropped_by_a_writer_that_fell_behind_are_reported(
     demo_store._commit_events([], 7)  # what a buffer that dropped seven events reports with its next batch
     html = officer.get(health_url("tenant=acme")).content.decode()
     assert 'Events missing from the log <span class="count">7</span>' in html and "7 events dropped" in html
+    assert "withheld" not in html
+
+
+def test_events_withheld_after_a_forgetting_are_reported_apart(
+    officer: Client, demo_store: InMemoryMemoryStore
+) -> None:
+    [hit] = demo_store.search({"scope": {"tenant": "acme"}, "limit": 1}, emit_event=False)
+    before = demo_store.event_log_stats()
+    demo_store.delete(hit.record.id)
+    demo_store.emit(MemorySearchEvent(  # a search that read it a moment before, on its way to the log
+        at=hit.record.created_at, scope=hit.record.scope, query_preview="found it", count=1, limit=1,
+        record_ids=[hit.record.id], duration_ms=0.1,
+    ))  # fmt: skip
+    demo_store.flush_events()
+    missing = before.dropped + before.withheld + 1
+    html = officer.get(health_url("tenant=acme")).content.decode()
+    assert f'Events missing from the log <span class="count">{missing}</span>' in html
+    assert "1 event withheld: it reached the log after a delete or erasure in its tenant" in html

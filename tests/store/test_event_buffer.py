@@ -38,25 +38,30 @@ class Log:
         self.gate: threading.Event | None = None  # a commit waits for it when set
         self.entered = threading.Event()
         self.failures = 0  # the next commits to fail
+        self.withhold: set[int] = set()  # events the log keeps out (and counts itself)
+        self.withheld = 0
 
-    def commit(self, events: Sequence[AnyEvent], lost: int) -> None:
+    def commit(self, events: Sequence[AnyEvent], lost: int) -> int:
         self.entered.set()
         if self.gate is not None:
             assert self.gate.wait(30), "the test never opened the gate"
         if self.failures:
             self.failures -= 1
             raise OSError("disk full")
-        self.batches.append(numbers(events))
+        kept = [n for n in numbers(events) if n not in self.withhold]
+        self.batches.append(kept)
         self.lost += lost
+        self.withheld += len(events) - len(kept)
         self.threads.append(threading.get_ident())
+        return len(events) - len(kept)
 
     @property
     def written(self) -> list[int]:
         return [n for batch in self.batches for n in batch]
 
 
-def commit(log: Log, events: Sequence[AnyEvent], lost: int) -> None:
-    log.commit(events, lost)
+def commit(log: Log, events: Sequence[AnyEvent], lost: int) -> int:
+    return log.commit(events, lost)
 
 
 def eventually(check: Callable[[], bool], timeout: float = 10.0) -> float:
@@ -106,6 +111,20 @@ def test_flush_and_close_commit_everything_in_the_callers_thread() -> None:
     assert log.written == [0, 1, 2, 3, 4, 5], "a closed buffer logs nothing more"
     stats = buffer.stats()
     assert (stats.pending, stats.written, stats.dropped, stats.batches) == (0, 6, 0, 2)
+
+
+def test_events_the_log_withholds_are_counted_apart_from_the_written_ones() -> None:
+    log = Log()
+    log.withhold = {1, 3}
+    buffer = EventBuffer(log, commit, interval=60.0)
+    for n in range(5):
+        buffer.put(event(n))
+    buffer.flush()
+    buffer.put(event(5))
+    buffer.close()
+    assert log.written == [0, 2, 4, 5] and log.withheld == 2, "the log counted them in the batch that withheld them"
+    stats = buffer.stats()
+    assert (stats.written, stats.withheld, stats.dropped, stats.unreported) == (4, 2, 0, 0)
 
 
 def test_a_writer_that_falls_behind_drops_the_oldest_and_counts_them() -> None:

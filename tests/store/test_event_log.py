@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, RecordListQuery, SqliteMemoryStore
+from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, RecordListQuery, SqliteMemoryStore, open_store
 
 SCOPE = {"tenant": "acme", "user": "u1"}
 PROV = {"source": "event-log-test"}
@@ -131,6 +131,50 @@ def test_another_process_sees_the_events_within_about_a_second(tmp_path: Path) -
         child.kill()
         child.wait()
     assert waited < 5.0, f"{waited:.2f} s (the flush interval is 0.5 s; this machine may be busy)"
+
+
+AGENT = """
+import sys
+from memory_admin.store import open_store
+store = open_store(sys.argv[1], event_flush_interval=60, embedder="none")
+for scope in ({"tenant": "acme", "user": "mei"}, {"tenant": "acme"}):
+    assert store.search({"scope": scope, "query": "what does Mei eat at Vlondel"})
+print("searched", flush=True)
+sys.stdin.readline()  # the erasure has committed: now the buffered events reach the log
+store.close()
+print("closed", flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_an_erasure_withholds_another_processs_events_still_on_their_way(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    url = str(tmp_path / "memory.sqlite3") if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    mei = {"tenant": "acme", "user": "mei"}
+    with open_store(url, embedder="none") as store:
+        store.write([{"scope": mei, "kind": "fact", "content": "Mei eats vegetarian at Vlondel", "provenance": PROV}])
+    child = subprocess.Popen(
+        [sys.executable, "-c", AGENT, url], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "searched"
+        with open_store(url, embedder="none") as privacy:
+            assert privacy.erase(mei).records == 1
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            assert child.stdout.readline().strip() == "closed"
+            searched = privacy.query_events({"types": ["agent.memory.search"], "include_previews": True})
+            assert searched == [], "both searches found Mei's record before the erasure: neither is logged"
+            stats = privacy.event_log_stats()
+            assert (stats.withheld, stats.dropped) == (2, 0), "both are counted as withheld"
+    finally:
+        child.kill()
+        child.wait()
+    if backend == "sqlite":
+        written = b"".join(f.read_bytes() for f in tmp_path.iterdir() if f.name.startswith("memory.sqlite3"))
+        assert b"Vlondel" not in written, "no byte of the erased scope's searches reached the file"
 
 
 EXITER = """

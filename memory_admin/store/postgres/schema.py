@@ -144,6 +144,18 @@ MIGRATIONS.append(
     """
 )
 
+MIGRATIONS.append(
+    # 6: when each tenant last forgot something (a delete, an erasure): an event batch
+    # committed later withholds the tenant's events from before it, which may have read
+    # what was forgotten (store/event_log.py); its lock orders the two
+    """
+    CREATE TABLE memory_forgetting (
+        tenant text PRIMARY KEY,
+        at     timestamptz NOT NULL
+    );
+    """
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 MIGRATION_LOCK = 0x6D656D5F61646D31  # any constant; "mem_adm1" in ASCII

@@ -66,6 +66,12 @@ class PostgresDialect(Dialect):
     def to_db_time(self, value: datetime) -> datetime:
         return value
 
+    def forgetting_lock(self, forgetting: bool) -> Statement:
+        # batches share the lock with each other; a forgetting waits for the batches
+        # committing now, and the batches that start later wait for it
+        mode = "ROW EXCLUSIVE" if forgetting else "SHARE"
+        return Statement(f"LOCK TABLE memory_forgetting IN {mode} MODE")
+
     def from_db_time(self, value: Any) -> datetime:
         if not isinstance(value, datetime) or value.tzinfo is None:
             raise TypeError(f"timestamp column holds {type(value).__name__}, expected timestamptz")

@@ -265,6 +265,18 @@ MIGRATIONS.append(
     """
 )
 
+MIGRATIONS.append(
+    # 9: when each tenant last forgot something (a delete, an erasure): an event batch
+    # committed later withholds the tenant's events from before it, which may have read
+    # what was forgotten (store/event_log.py)
+    """
+    CREATE TABLE memory_forgetting (
+        tenant TEXT PRIMARY KEY,
+        at     INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    """
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -21,9 +21,15 @@ class Command(BaseCommand):
         caps = store.capabilities()
         self.stdout.write(f"Store: {caps.backend} (search: {caps.search})")
         if caps.events:
-            dropped = store.event_log_stats().dropped
+            stats = store.event_log_stats()
+            dropped, withheld = stats.dropped, stats.withheld
             note = " (a writer fell behind; records are never dropped)" if dropped else ""
             self.stdout.write(f"Event log: {dropped} event{'s' if dropped != 1 else ''} dropped{note}")
+            if withheld:
+                self.stdout.write(
+                    f"Event log: {withheld} event{'s' if withheld != 1 else ''} withheld "
+                    "(they predated a delete or erasure in their tenant)"
+                )
         vectors = store.embedding_status()
         if vectors.model_id is None:
             self.stdout.write("Vectors: none (keyword search only; `memory-admin embed` adds them)")
