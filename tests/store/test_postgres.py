@@ -349,6 +349,20 @@ def test_optimize_refreshes_planner_statistics(postgres_url: str) -> None:
         assert len(store.search({"scope": U1, "query": "note", "limit": 100})) == 50
 
 
+def test_the_event_log_commits_on_a_connection_of_its_own(postgres_url: str) -> None:
+    with PostgresMemoryStore(postgres_url, event_flush_interval=60) as store:
+        store.write([rec("a note")])
+        for _ in range(20):
+            store.search({"scope": U1, "query": "note"})
+        agents = store._pool.get_stats()["requests_num"]
+        store.flush_events()
+        assert store._pool.get_stats()["requests_num"] == agents, "no batch borrows from the agents' pool"
+        assert store._log_pool is not None and store._log_pool.get_stats()["requests_num"] >= 1
+        assert len(store.query_events({"types": ["agent.memory.search"]})) == 20
+        assert store._pool.get_stats()["pool_size"] == 1, "a one-thread agent keeps one connection"
+    assert store._log_pool is None, "closed with the store"
+
+
 def test_async_twins_work_across_event_loops(postgres_url: str) -> None:
     store = PostgresMemoryStore(postgres_url)
     first = asyncio.run(store.awrite([rec("from loop one")]))[0]

@@ -138,6 +138,8 @@ class PostgresMemoryStore(BaseMemoryStore):
         self._async_sizes = (async_min_size, async_max_size)
         self._async_pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
         self._async_lock = threading.Lock()
+        self._log_pool: ConnectionPool[Any] | None = None
+        self._log_lock = threading.Lock()
         self._closed = False
         self._frequencies = TermFrequencies()
         self._vector_cache = VectorCache()
@@ -245,6 +247,29 @@ class PostgresMemoryStore(BaseMemoryStore):
         await entry.pool.open()
         return entry.pool
 
+    def _event_log_pool(self) -> ConnectionPool[Any]:
+        """The event log's own connection, opened with its first batch. Its batches do not
+        borrow from the agents' pool: a pool hands its idle connections out in turn, so a
+        second one, kept for the log's commits, would run every other search of a
+        one-thread agent on another server process — 0.91× the searches of the log off at
+        4 processes with an empty transaction a batch, 0.99× on a connection apart
+        (docs/benchmarks/concurrency.md)."""
+        self._check_open()
+        with self._log_lock:
+            if self._log_pool is None:
+                self._log_pool = ConnectionPool(
+                    self._conninfo,
+                    min_size=1,
+                    max_size=1,
+                    kwargs=self._connect_kwargs,
+                    configure=_configure,
+                    timeout=self._pool_timeout,
+                    name="memory_admin_events",
+                    num_workers=1,
+                    open=True,  # connects in the background; a batch waits up to pool_timeout
+                )
+            return self._log_pool
+
     # --- units of work ------------------------------------------------------------------
 
     @contextmanager
@@ -255,7 +280,9 @@ class PostgresMemoryStore(BaseMemoryStore):
         write whose commit does not wait for the WAL flush (``synchronous_commit = off``:
         a server crash may lose it, never corrupt anything)."""
         self._check_open()
-        with self._errors(), self._pool.connection() as conn:
+        with self._errors():
+            pool = self._event_log_pool() if mode == "append" else self._pool
+        with self._errors(), pool.connection() as conn:
             session, execute = PostgresSession(self._frequencies, self._vector_cache), _executor(conn)
             if mode in ("read", "maintain"):
                 yield session, execute
@@ -305,9 +332,14 @@ class PostgresMemoryStore(BaseMemoryStore):
         return f"postgres:{self._conninfo}"
 
     def _release(self) -> None:
-        """Close both pools. Async pools are closed on their loop when it is idle or
-        running elsewhere; prefer :meth:`aclose` from async code."""
+        """Close the pools: the agents', the event log's and each loop's. Async pools are
+        closed on their loop when it is idle or running elsewhere; prefer :meth:`aclose`
+        from async code."""
         self._closed = True
+        with self._log_lock:
+            log_pool, self._log_pool = self._log_pool, None
+        if log_pool is not None:
+            log_pool.close()
         self._pool.close()
         with self._async_lock:
             pools, self._async_pools = self._async_pools, {}
