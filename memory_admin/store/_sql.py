@@ -828,8 +828,8 @@ class SqlSession(ABC):
     def begin_forgetting(self) -> Op[None]:
         yield from forgetting_lock_op(self.dialect, True)
 
-    def mark_forgetting(self, tenant: str, at: datetime) -> Op[None]:
-        yield from mark_forgetting_op(self.dialect, tenant, at)
+    def mark_forgetting(self, tenant: str, clock: Callable[[], datetime]) -> Op[None]:
+        yield from mark_forgetting_op(self.dialect, tenant, clock())
 
     def forgetting_since(self, since: datetime) -> Op[dict[str, datetime]]:
         return (yield from forgetting_since_op(self.dialect, since))

@@ -213,7 +213,7 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
             # the events that found it lose the query text that may quote it, in the same transaction
             yield from s.forget_in_events(tenant, [record_id])
             # and those still on their way to the log are withheld (store/event_log.py)
-            yield from s.mark_forgetting(tenant, self._clock())
+            yield from s.mark_forgetting(tenant, self._clock)
             return True
 
         existed: bool = yield Unit("write", steps)
@@ -250,7 +250,7 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
                 yield from s.forget_in_events(canonical[TENANT_KEY], (yield from s.ids_in_scopes(ids)))
                 yield from s.drop_scopes(ids)
                 # the scope's events still on their way to the log are withheld (store/event_log.py)
-                yield from s.mark_forgetting(canonical[TENANT_KEY], self._clock())
+                yield from s.mark_forgetting(canonical[TENANT_KEY], self._clock)
             return ErasureReport(
                 scope=canonical,
                 dry_run=dry_run,

@@ -275,7 +275,8 @@ class _Session:
     def begin_forgetting(self) -> Op[None]:
         return no_statements(None)  # the store's lock serialises units
 
-    def mark_forgetting(self, tenant: str, at: datetime) -> Op[None]:
+    def mark_forgetting(self, tenant: str, clock: Callable[[], datetime]) -> Op[None]:
+        at = clock()
         self._forgetting[tenant] = max(at, self._forgetting.get(tenant, at))
         return no_statements(None)
 

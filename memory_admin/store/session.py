@@ -148,9 +148,11 @@ class Session(Protocol):
         the rest) or after it (and sees :meth:`mark_forgetting`'s mark)."""
         ...
 
-    def mark_forgetting(self, tenant: str, at: datetime) -> Op[None]:
-        """Mark that ``tenant`` forgot something at ``at`` (the store keeps the latest mark
-        of each tenant: a time and a tenant, nothing forgotten)."""
+    def mark_forgetting(self, tenant: str, clock: Callable[[], datetime]) -> Op[None]:
+        """Last in a unit that forgets: mark that ``tenant`` forgot something, at
+        ``clock()`` read as close before the commit as the backend can (after any index
+        merge of its own). The store keeps the latest mark of each tenant: a time and a
+        tenant, nothing forgotten."""
         ...
 
     def forgetting_since(self, since: datetime) -> Op[dict[str, datetime]]:

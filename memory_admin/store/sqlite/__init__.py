@@ -40,6 +40,7 @@ from memory_admin.store.sqlite.search import (
 )
 from memory_admin.store.sqlite.session import (
     DIALECT,
+    MERGE_INDEX,
     SqliteDialect,
     SqliteSession,
     begin_immediate,
@@ -158,8 +159,7 @@ class SqliteMemoryStore(BaseMemoryStore):
                     conn.execute("BEGIN")
                 yield session, execute
                 if session.forgot:
-                    # FTS5 keeps a deleted row's words in older segments until they merge
-                    conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+                    conn.execute(MERGE_INDEX)
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 if conn.in_transaction:

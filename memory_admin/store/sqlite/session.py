@@ -8,7 +8,7 @@ import json
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -155,6 +155,11 @@ def execute_statement(conn: sqlite3.Connection, statement: Statement) -> list[An
         cursor.executemany(statement.sql, statement.params)
         return []
     return cursor.execute(statement.sql, statement.params).fetchall()
+
+
+MERGE_INDEX = "INSERT INTO memory_fts (memory_fts) VALUES ('optimize')"
+"""FTS5 keeps a deleted row's words in older segments until they merge: a unit that
+forgot something merges the index before it commits."""
 
 
 class SqliteSession(SqlSession):
@@ -329,6 +334,14 @@ class SqliteSession(SqlSession):
             raw=True,
         )
         return [(int(sid), json.loads(text)) for sid, text in rows]
+
+    def mark_forgetting(self, tenant: str, clock: Callable[[], datetime]) -> Op[None]:
+        if self.forgot:
+            # merge now (about a second at a million records), so the mark's time is read
+            # just before the commit: an event is withheld up to FORGET_MARGIN after it
+            yield Statement(MERGE_INDEX)
+            self.forgot = False
+        yield from super().mark_forgetting(tenant, clock)
 
     def drop_scopes(self, scope_ids: Sequence[int]) -> Op[None]:
         yield Statement(
