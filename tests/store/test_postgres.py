@@ -363,6 +363,26 @@ def test_the_event_log_commits_on_a_connection_of_its_own(postgres_url: str) -> 
     assert store._log_pool is None, "closed with the store"
 
 
+def test_a_batch_waits_for_a_forgetting_in_progress_and_then_sees_its_mark(postgres_url: str) -> None:
+    with PostgresMemoryStore(postgres_url, event_flush_interval=60) as store:
+        store.write([rec("Mei eats at Vlondel", U2)])
+        store.search({"scope": U2, "query": "Vlondel"})  # its event waits in the buffer
+        with psycopg.connect(postgres_url) as forgetting:  # another process erasing, midway
+            forgetting.execute("LOCK TABLE memory_forgetting IN ROW EXCLUSIVE MODE")
+            flushing = threading.Thread(target=store.flush_events)
+            flushing.start()
+            flushing.join(1.0)
+            assert flushing.is_alive(), "the batch waits for the forgetting that holds the lock"
+            forgetting.execute(
+                "INSERT INTO memory_forgetting (tenant, at) VALUES ('acme', now() + interval '1 minute')"
+            )
+            forgetting.commit()
+            flushing.join(10)
+        assert not flushing.is_alive()
+        assert store.query_events({}) == [], "and then withholds the write's event and the search's"
+        assert store.event_log_stats().withheld == 2
+
+
 def test_async_twins_work_across_event_loops(postgres_url: str) -> None:
     store = PostgresMemoryStore(postgres_url)
     first = asyncio.run(store.awrite([rec("from loop one")]))[0]
