@@ -79,7 +79,8 @@ class EventLogMethods(StoreCore):
 
     @property
     def _logging_events(self) -> bool:
-        return self._persist_events and self.capabilities().events
+        # asked on every search: the backend's own flag, not capabilities() (a copy per call with an embedder)
+        return self._persist_events and self.capabilities_data.events
 
     def emit(self, event: AnyEvent) -> None:
         """Queue ``event`` for the store's event log (when it keeps one; committed in a
