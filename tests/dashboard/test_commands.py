@@ -193,3 +193,15 @@ def test_memory_stats_reports_dropped_events(tmp_path: Path) -> None:
     out = run("memory_stats", "--store", url)
     assert "Event log: 3 events dropped (a writer fell behind" in out
     assert "tenant=acme: 1 records" in out
+    assert "withheld" not in out
+
+
+def test_memory_stats_reports_events_withheld_after_a_forgetting(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    with open_store(url, event_flush_interval=60) as store:
+        store.write([{"scope": {"tenant": "acme"}, "kind": "fact", "content": "x", "provenance": {"source": "t"}}])
+        store.erase({"tenant": "acme"})
+        store.search({"scope": {"tenant": "acme"}, "query": "x"})  # within FORGET_MARGIN of the erasure
+    out = run("memory_stats", "--store", url)
+    assert "Event log: 0 events dropped\n" in out
+    assert "Event log: 1 event withheld (it predated a delete or erasure in its tenant)" in out

@@ -26,9 +26,10 @@ class Command(BaseCommand):
             note = " (a writer fell behind; records are never dropped)" if dropped else ""
             self.stdout.write(f"Event log: {dropped} event{'s' if dropped != 1 else ''} dropped{note}")
             if withheld:
+                many = withheld != 1
                 self.stdout.write(
-                    f"Event log: {withheld} event{'s' if withheld != 1 else ''} withheld "
-                    "(they predated a delete or erasure in their tenant)"
+                    f"Event log: {withheld} event{'s' if many else ''} withheld ({'they' if many else 'it'} "
+                    f"predated a delete or erasure in {'their' if many else 'its'} tenant)"
                 )
         vectors = store.embedding_status()
         if vectors.model_id is None:
