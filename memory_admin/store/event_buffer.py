@@ -50,10 +50,10 @@ DEFAULT_BATCH_SIZE = 500
 DEFAULT_CAPACITY = 10_000
 """Events held in memory while the writer is behind; beyond it the oldest are dropped."""
 
-Commit = Callable[[Owner, Sequence[AnyEvent], int], int | None]
+Commit = Callable[[Owner, Sequence[AnyEvent], int], int]
 """Commit ``events`` to ``owner``'s log and add ``lost`` to its count of dropped events,
 in one write unit (all of it or none of it); returns how many of ``events`` the log
-withheld (and counted itself; ``None``: none)."""
+withheld (and counted itself)."""
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ class EventBuffer(Generic[Owner]):
                 if owner is None:  # collected with nothing pending; nowhere to report
                     return
                 try:
-                    withheld = self._commit_fn(owner, batch, lost) or 0
+                    withheld = self._commit_fn(owner, batch, lost)
                 except Exception:
                     log.exception("could not commit %d memory events; they are counted as dropped", len(batch))
                     with self._lock:

@@ -276,8 +276,7 @@ class _Session:
         return no_statements(None)  # the store's lock serialises units
 
     def mark_forgetting(self, tenant: str, clock: Callable[[], datetime]) -> Op[None]:
-        at = clock()
-        self._forgetting[tenant] = max(at, self._forgetting.get(tenant, at))
+        self._forgetting[tenant] = clock()  # the commit keeps the later of it and the store's
         return no_statements(None)
 
     def forgetting_since(self, since: datetime) -> Op[dict[str, datetime]]:

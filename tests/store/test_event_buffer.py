@@ -202,8 +202,12 @@ def test_an_unclosed_owner_is_collected_after_its_events_are_committed() -> None
     class Owner:
         pass
 
+    def commit_to(_: Owner, events: Sequence[AnyEvent], lost: int) -> int:
+        committed.extend(numbers(events))
+        return 0  # withheld none
+
     owner = Owner()
-    buffer = EventBuffer(owner, lambda _, events, lost: committed.extend(numbers(events)), interval=0.05)
+    buffer = EventBuffer(owner, commit_to, interval=0.05)
     buffer.put(event(1))
     thread = buffer._thread
     assert thread is not None

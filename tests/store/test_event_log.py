@@ -247,9 +247,10 @@ def test_event_batches_skip_the_fsync_but_record_writes_keep_it(tmp_path: Path) 
     seen: list[int] = []
     commit_events = store._commit_events
 
-    def spy(events: Any, lost: int) -> None:
-        commit_events(events, lost)
+    def spy(events: Any, lost: int) -> int:
+        withheld = commit_events(events, lost)
         seen.extend(conn.execute("PRAGMA synchronous").fetchone()[0] for conn in store._all)
+        return withheld
 
     store._commit_events = spy  # type: ignore[method-assign]
     store.write([note("a note")])

@@ -254,7 +254,6 @@ class PostgresMemoryStore(BaseMemoryStore):
         one-thread agent on another server process — 0.91× the searches of the log off at
         4 processes with an empty transaction a batch, 0.99× on a connection apart
         (docs/benchmarks/concurrency.md)."""
-        self._check_open()
         with self._log_lock:
             if self._log_pool is None:
                 self._log_pool = ConnectionPool(
@@ -280,9 +279,7 @@ class PostgresMemoryStore(BaseMemoryStore):
         write whose commit does not wait for the WAL flush (``synchronous_commit = off``:
         a server crash may lose it, never corrupt anything)."""
         self._check_open()
-        with self._errors():
-            pool = self._event_log_pool() if mode == "append" else self._pool
-        with self._errors(), pool.connection() as conn:
+        with self._errors(), (self._event_log_pool() if mode == "append" else self._pool).connection() as conn:
             session, execute = PostgresSession(self._frequencies, self._vector_cache), _executor(conn)
             if mode in ("read", "maintain"):
                 yield session, execute
