@@ -205,14 +205,22 @@ class EventCases(ConformanceBase):
                 found[event.query_preview or ""] = found.get(event.query_preview or "", False) or event.redacted
         return found
 
-    def test_deleting_a_record_removes_the_query_text_of_events_that_found_it(self, store: FullMemoryStore) -> None:
-        self._needs(store, events=True)
-        victim = store.write([rec("Mei eats vegetarian at Vlondel", U2)])[0]
+    @pytest.mark.parametrize("forgetting", ["delete", "sweep"])
+    def test_deleting_a_record_removes_the_query_text_of_events_that_found_it(
+        self, store: FullMemoryStore, raw_store: FullMemoryStore, clock: FakeClock, forgetting: str
+    ) -> None:
+        self._needs(store, events=True, admin=forgetting == "sweep")
+        expires = (clock.peek() + timedelta(seconds=1)).isoformat() if forgetting == "sweep" else None
+        victim = store.write([rec("Mei eats vegetarian at Vlondel", U2, expires_at=expires)])[0]
         store.write([rec("the weather is mild", U1)])
         store.search({"scope": U2, "query": "does Mei eat at Vlondel"})
         store.search({"scope": ACME, "query": "Vlondel vegetarian"})
         store.search({"scope": U1, "query": "weather"})
-        assert store.delete(victim.id)
+        if forgetting == "sweep":  # expired, then swept: as gone as deleted
+            clock.advance(seconds=5)
+            assert raw_store.sweep_expired(U2) == 1
+        else:
+            assert store.delete(victim.id)
         previews = self._previews(store)
         assert not any("Vlondel" in text for text in previews), previews
         assert previews.get("") is True, "the events that found it are marked redacted"
@@ -237,12 +245,13 @@ class EventCases(ConformanceBase):
             record_ids=record_ids, duration_ms=0.5, mode="keyword",
         )  # fmt: skip
 
-    @pytest.mark.parametrize("forgetting", ["erase", "delete"])
+    @pytest.mark.parametrize("forgetting", ["erase", "delete", "sweep"])
     def test_events_on_their_way_to_the_log_when_their_tenant_forgets_are_withheld(
         self, store: FullMemoryStore, raw_store: FullMemoryStore, clock: FakeClock, forgetting: str
     ) -> None:
-        self._needs(store, events=True, erasure=forgetting == "erase")
-        victim = store.write([rec("Mei eats vegetarian at Vlondel", U2)])[0]
+        self._needs(store, events=True, erasure=forgetting == "erase", admin=forgetting == "sweep")
+        expires = (clock.peek() + timedelta(seconds=1)).isoformat() if forgetting == "sweep" else None
+        victim = store.write([rec("Mei eats vegetarian at Vlondel", U2, expires_at=expires)])[0]
         store.write([rec("Vlondel is closed on Mondays", OTHER)])
         in_flight = [
             self._found(clock, U2, "does Mei eat at Vlondel", [victim.id]),
@@ -253,6 +262,9 @@ class EventCases(ConformanceBase):
         before = raw_store.event_log_stats()
         if forgetting == "erase":
             store.erase(U2)
+        elif forgetting == "sweep":
+            clock.advance(seconds=5)  # the record expires
+            assert raw_store.sweep_expired(U2) == 1
         else:
             assert store.delete(victim.id)
         for event in [*in_flight, elsewhere]:

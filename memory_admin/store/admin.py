@@ -19,7 +19,7 @@ from memory_admin.records import (
     MemoryRecord,
     parse_model,
 )
-from memory_admin.scope import canonical_scope
+from memory_admin.scope import TENANT_KEY, Scope, canonical_scope
 from memory_admin.store._sql import Op
 from memory_admin.store.arguments import (
     check_count,
@@ -27,6 +27,7 @@ from memory_admin.store.arguments import (
 )
 from memory_admin.store.batch import check_import_slots
 from memory_admin.store.core import MAX_CHAIN_LENGTH, StoreCore
+from memory_admin.store.event_log import forget_in_log
 from memory_admin.store.protocol import (
     ChainLink,
     CorruptionScan,
@@ -202,16 +203,22 @@ class AdminMethods(StoreCore):
         return self._run_unit(Unit("snapshot", lambda s: s.count(plan)))
 
     def sweep_expired(self, scope: Mapping[str, str]) -> int:
-        return self._drive(self._sweep_expired(scope))
-
-    def _sweep_expired(self, scope: Mapping[str, str]) -> Flow[int]:
         canonical = canonical_scope(scope)
+        self.flush_events()  # this process's events are redacted with the rest
+        return self._drive(self._sweep_expired(canonical))
+
+    def _sweep_expired(self, canonical: Scope) -> Flow[int]:
         now = self._clock()
 
         def steps(s: Session) -> Op[int]:
             doomed = yield from s.expired_ids(canonical, now)
+            if not doomed:
+                return 0
+            yield from s.begin_forgetting()
             for record_id in doomed:
                 yield from s.delete(record_id)
+            # forgotten as a delete forgets: expired is as gone as deleted
+            yield from forget_in_log(s, canonical[TENANT_KEY], doomed, self._clock)
             return len(doomed)
 
         swept: int = yield Unit("write", steps)

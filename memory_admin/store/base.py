@@ -57,7 +57,7 @@ from memory_admin.store.core import (
     StoreCore,
     full_capabilities,
 )
-from memory_admin.store.event_log import EventLogMethods
+from memory_admin.store.event_log import EventLogMethods, forget_in_log
 from memory_admin.store.plan import Cursor, SearchPlan, now_us
 from memory_admin.store.protocol import (
     ErasureReport,
@@ -210,10 +210,7 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
                 return False
             yield from s.begin_forgetting()
             yield from s.delete(record_id)
-            # the events that found it lose the query text that may quote it, in the same transaction
-            yield from s.forget_in_events(tenant, [record_id])
-            # and those still on their way to the log are withheld (store/event_log.py)
-            yield from s.mark_forgetting(tenant, self._clock)
+            yield from forget_in_log(s, tenant, [record_id], self._clock)
             return True
 
         existed: bool = yield Unit("write", steps)
@@ -246,11 +243,10 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
             sample = yield from s.newest_ids(ids, 10)
             events = yield from s.erase_events(canonical, dry_run=dry_run)
             if not dry_run:
-                # tenant-wide events that found an erased record keep no text that may quote it
-                yield from s.forget_in_events(canonical[TENANT_KEY], (yield from s.ids_in_scopes(ids)))
+                erased = yield from s.ids_in_scopes(ids)
                 yield from s.drop_scopes(ids)
-                # the scope's events still on their way to the log are withheld (store/event_log.py)
-                yield from s.mark_forgetting(canonical[TENANT_KEY], self._clock)
+                # tenant-wide events that found an erased record keep no text that may quote it
+                yield from forget_in_log(s, canonical[TENANT_KEY], erased, self._clock)
             return ErasureReport(
                 scope=canonical,
                 dry_run=dry_run,

@@ -366,6 +366,11 @@ class StoreCore(ABC):
         self.close()
 
     @abstractmethod
+    def flush_events(self) -> None:
+        """Commit every event this process has emitted to this store's log (written once,
+        in :mod:`.event_log`): a forgetting calls it first, so it reaches them too."""
+
+    @abstractmethod
     def _commit_events(self, events: Sequence[AnyEvent], lost: int) -> int:
         """The event buffer's batch writer (written once, in :mod:`.event_log`): returns how
         many events it withheld."""

@@ -66,6 +66,15 @@ def predates_forgetting(event: AnyEvent, forgetting: Mapping[str, datetime]) -> 
     return forgot is not None and event.at <= forgot + FORGET_MARGIN
 
 
+def forget_in_log(s: Session, tenant: str, record_ids: Sequence[str], clock: Callable[[], datetime]) -> Op[None]:
+    """Last in every unit that forgets ``tenant``'s ``record_ids`` (a delete, an erasure, a
+    sweep of expired records), after :meth:`Session.begin_forgetting` and the deletes: the
+    logged events that found them lose the query text that may quote them, and those
+    still on their way to the log are withheld (:func:`predates_forgetting`)."""
+    yield from s.forget_in_events(tenant, record_ids)
+    yield from s.mark_forgetting(tenant, clock)
+
+
 class EventLogMethods(StoreCore):
     """Events: delivered to every sink at once, persisted by the buffered log."""
 
