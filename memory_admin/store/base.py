@@ -21,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import partial
 from typing import TypeVar
 
 from memory_admin.errors import (
@@ -35,7 +37,9 @@ from memory_admin.events import (
 from memory_admin.records import (
     MemoryHit,
     MemoryRecord,
+    MemorySearchQuery,
     MemoryWriteInput,
+    SearchMode,
 )
 from memory_admin.scope import TENANT_KEY, Scope, canonical_scope, format_scope, is_subset_match, scope_json
 from memory_admin.store._sql import Op
@@ -78,6 +82,31 @@ from memory_admin.store.session import (
 from memory_admin.tokenize import unique_words
 
 T = TypeVar("T")
+
+
+def search_event(
+    query: MemorySearchQuery,
+    at: datetime,
+    limit: int,
+    mode: SearchMode | None,
+    record_ids: list[str],
+    duration_ms: float,
+) -> MemorySearchEvent:
+    """The event of a search of ``query`` that found ``record_ids``."""
+    text, clipped = preview(query.query)
+    return MemorySearchEvent(
+        at=at,
+        scope=query.scope,
+        agent=query.agent or agent_of(query.scope),
+        scope_match=query.scope_match,
+        query_preview=text,
+        query_clipped=clipped,
+        count=len(record_ids),
+        limit=limit,
+        record_ids=record_ids,
+        duration_ms=duration_ms,
+        mode=mode,
+    )
 
 
 class BaseMemoryStore(EventLogMethods, AdminMethods):
@@ -139,26 +168,20 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
         yield from self._adopt_embedder()
         plan = self._plan(query)
         hits: list[MemoryHit] = (yield from self._page(plan))[0]
-        if emit_event:
-            self._emit_all([self._search_event(plan, hits, started)] if self._observed else [])
+        if emit_event and self._observed:
+            # what the event needs, taken now; the model is built off the search's path
+            self._emit_later(
+                partial(
+                    search_event,
+                    plan.query,
+                    plan.now,
+                    plan.limit,
+                    plan.mode if plan.ranked else None,
+                    [hit.record.id for hit in hits],
+                    round((time.perf_counter() - started) * 1000, 3),
+                )
+            )
         return hits
-
-    @staticmethod
-    def _search_event(plan: SearchPlan, hits: Sequence[MemoryHit], started: float) -> MemorySearchEvent:
-        text, clipped = preview(plan.query.query)
-        return MemorySearchEvent(
-            at=plan.now,
-            scope=plan.query.scope,
-            agent=plan.query.agent or agent_of(plan.query.scope),
-            scope_match=plan.query.scope_match,
-            query_preview=text,
-            query_clipped=clipped,
-            count=len(hits),
-            limit=plan.limit,
-            record_ids=[hit.record.id for hit in hits],
-            duration_ms=round((time.perf_counter() - started) * 1000, 3),
-            mode=plan.mode if plan.ranked else None,
-        )
 
     def invalidate(self, record_id: str, reason: str | None = None) -> MemoryRecord:
         return self._drive(self._invalidate(record_id, reason))

@@ -2,7 +2,9 @@
 
 Every backend logs its events through one :class:`EventBuffer`. An operation hands its
 event to :meth:`EventBuffer.put` — an append to a bounded in-process queue that never
-blocks and never raises — and a background thread commits what has gathered in one
+blocks and never raises; the event itself, or a function that builds it, which the
+writer calls with its batch (a search's model costs more to build, in its thread, than
+the rest of its event) — and a background thread commits what has gathered in one
 write unit per batch (group commit): ``interval`` seconds after the first event of a
 batch arrived, or as soon as ``batch_size`` events are waiting. A search therefore never
 takes a write lock to log itself, and a second of searches costs a couple of commits.
@@ -49,6 +51,9 @@ DEFAULT_BATCH_SIZE = 500
 """Events that start a commit without waiting for the interval (and the most one commit writes)."""
 DEFAULT_CAPACITY = 10_000
 """Events held in memory while the writer is behind; beyond it the oldest are dropped."""
+
+Pending = AnyEvent | Callable[[], AnyEvent]
+"""What the queue holds: an event, or a function that builds it (called by the writer)."""
 
 Commit = Callable[[Owner, Sequence[AnyEvent], int], int]
 """Commit ``events`` to ``owner``'s log and add ``lost`` to its count of dropped events,
@@ -113,7 +118,7 @@ class EventBuffer(Generic[Owner]):
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._committing = threading.Lock()
-        self._pending: deque[AnyEvent] = deque(maxlen=self.capacity)
+        self._pending: deque[Pending] = deque(maxlen=self.capacity)
         self._keep: Owner | None = None
         self._thread: threading.Thread | None = None
         self._stopping = self._closed = closed
@@ -121,9 +126,10 @@ class EventBuffer(Generic[Owner]):
 
     # --- the operation's side ---------------------------------------------------------
 
-    def put(self, event: AnyEvent) -> None:
-        """Queue ``event`` for the log. Never blocks on the store and never raises; when
-        the queue is full the oldest event is dropped and counted."""
+    def put(self, event: Pending) -> None:
+        """Queue ``event`` (or the function that builds it) for the log. Never blocks on
+        the store and never raises; when the queue is full the oldest event is dropped
+        and counted."""
         with self._lock:
             if self._closed:
                 return
@@ -183,7 +189,7 @@ class EventBuffer(Generic[Owner]):
                 if owner is None:  # collected with nothing pending; nowhere to report
                     return
                 try:
-                    withheld = self._commit_fn(owner, batch, lost)
+                    withheld = self._commit_fn(owner, [_built(item) for item in batch], lost)
                 except Exception:
                     log.exception("could not commit %d memory events; they are counted as dropped", len(batch))
                     with self._lock:
@@ -239,6 +245,10 @@ class EventBuffer(Generic[Owner]):
             )
 
 
+def _built(item: Pending) -> AnyEvent:
+    return item() if callable(item) else item  # an event model is not callable
+
+
 _BUFFERS: weakref.WeakSet[EventBuffer[Any]] = weakref.WeakSet()
 
 
@@ -272,5 +282,6 @@ __all__ = [
     "Commit",
     "EventBuffer",
     "EventBufferStats",
+    "Pending",
     "live_buffers",
 ]

@@ -100,6 +100,15 @@ class EventLogMethods(StoreCore):
             self._events.put(event)
         deliver(self._sinks, event)
 
+    def _emit_later(self, build: Callable[[], AnyEvent]) -> None:
+        """Emit the event ``build`` makes, building it as late as its readers allow: now
+        when a sink takes events as they happen, else in the log's writer thread with its
+        batch, so the operation that reports it does not pay for the model."""
+        if self._sinks:
+            self.emit(build())
+        elif self._logging_events:
+            self._events.put(build)
+
     def _emit_all(self, events: Iterable[AnyEvent]) -> None:
         if self._observed:
             for event in events:

@@ -127,6 +127,44 @@ def test_events_the_log_withholds_are_counted_apart_from_the_written_ones() -> N
     assert (stats.written, stats.withheld, stats.dropped, stats.unreported) == (4, 2, 0, 0)
 
 
+def test_an_event_queued_as_its_builder_is_built_by_the_writer_in_order() -> None:
+    log = Log()
+    buffer = EventBuffer(log, commit, interval=0.05)
+    built: list[int] = []
+
+    def later(n: int) -> Callable[[], AnyEvent]:
+        def build() -> AnyEvent:
+            built.append(threading.get_ident())
+            return event(n)
+
+        return build
+
+    buffer.put(event(0))
+    buffer.put(later(1))
+    buffer.put(event(2))
+    assert built == [], "the operation that put it did not build it"
+    eventually(lambda: log.written == [0, 1, 2])
+    assert built == [log.threads[0]] and built[0] != threading.get_ident(), "the writer thread built it"
+    buffer.close()
+
+
+def test_a_builder_that_fails_loses_its_batch_counted_not_the_operation(caplog: pytest.LogCaptureFixture) -> None:
+    log = Log()
+    buffer = EventBuffer(log, commit, interval=60.0)
+
+    def broken() -> AnyEvent:
+        raise ValueError("no such field")
+
+    buffer.put(event(0))
+    buffer.put(broken)  # put never builds, so never raises
+    buffer.flush()
+    assert log.batches == [] and buffer.stats().dropped == 2
+    assert "could not commit 2 memory events" in caplog.text
+    buffer.put(event(3))
+    buffer.close()
+    assert (log.written, log.lost) == ([3], 2)
+
+
 def test_a_writer_that_falls_behind_drops_the_oldest_and_counts_them() -> None:
     log = Log()
     log.gate = threading.Event()
