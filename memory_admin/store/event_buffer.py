@@ -174,7 +174,8 @@ class EventBuffer(Generic[Owner]):
 
     def _drain(self) -> None:
         """Commit everything pending, a batch per write unit. A failed commit loses its
-        batch (counted) and leaves the rest for the next attempt."""
+        batch (counted) and leaves the rest for the next attempt; an event that fails to
+        build is lost alone (counted, and reported with its batch)."""
         with self._committing:
             while True:
                 with self._lock:
@@ -188,18 +189,21 @@ class EventBuffer(Generic[Owner]):
                     return
                 if owner is None:  # collected with nothing pending; nowhere to report
                     return
+                events = _build(batch)
+                lost += len(batch) - len(events)
                 try:
-                    withheld = self._commit_fn(owner, [_built(item) for item in batch], lost)
+                    withheld = self._commit_fn(owner, events, lost)
                 except Exception:
-                    log.exception("could not commit %d memory events; they are counted as dropped", len(batch))
+                    log.exception("could not commit %d memory events; they are counted as dropped", len(events))
                     with self._lock:
                         self._dropped += len(batch)
-                        self._unreported += lost + len(batch)
+                        self._unreported += lost + len(events)
                     return
                 finally:
                     del owner
                 with self._lock:
-                    self._written += len(batch) - withheld
+                    self._dropped += len(batch) - len(events)
+                    self._written += len(events) - withheld
                     self._withheld += withheld
                     self._batches += 1
 
@@ -245,8 +249,19 @@ class EventBuffer(Generic[Owner]):
             )
 
 
-def _built(item: Pending) -> AnyEvent:
-    return item() if callable(item) else item  # an event model is not callable
+def _build(batch: Sequence[Pending]) -> list[AnyEvent]:
+    """The batch's events, each builder called (an event model is not callable). One that
+    fails is logged and left out: a bug in one event must not lose its neighbours."""
+    events: list[AnyEvent] = []
+    for item in batch:
+        if not callable(item):
+            events.append(item)
+            continue
+        try:
+            events.append(item())
+        except Exception:
+            log.exception("could not build a memory event; it is counted as dropped")
+    return events
 
 
 _BUFFERS: weakref.WeakSet[EventBuffer[Any]] = weakref.WeakSet()

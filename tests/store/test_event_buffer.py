@@ -148,7 +148,7 @@ def test_an_event_queued_as_its_builder_is_built_by_the_writer_in_order() -> Non
     buffer.close()
 
 
-def test_a_builder_that_fails_loses_its_batch_counted_not_the_operation(caplog: pytest.LogCaptureFixture) -> None:
+def test_an_event_that_fails_to_build_is_lost_alone_and_counted(caplog: pytest.LogCaptureFixture) -> None:
     log = Log()
     buffer = EventBuffer(log, commit, interval=60.0)
 
@@ -157,12 +157,21 @@ def test_a_builder_that_fails_loses_its_batch_counted_not_the_operation(caplog: 
 
     buffer.put(event(0))
     buffer.put(broken)  # put never builds, so never raises
+    buffer.put(event(2))
     buffer.flush()
-    assert log.batches == [] and buffer.stats().dropped == 2
-    assert "could not commit 2 memory events" in caplog.text
-    buffer.put(event(3))
+    assert (log.written, log.lost) == ([0, 2], 1), "its neighbours are committed; the log is told of the one lost"
+    assert "could not build a memory event" in caplog.text
+    stats = buffer.stats()
+    assert (stats.written, stats.dropped, stats.unreported) == (2, 1, 0)
+    log.failures = 1
+    buffer.put(broken)
+    buffer.put(event(4))
+    buffer.flush()
+    stats = buffer.stats()
+    assert (stats.dropped, stats.unreported) == (3, 2), "a failed commit then loses the built one too, once each"
+    buffer.put(event(5))
     buffer.close()
-    assert (log.written, log.lost) == ([3], 2)
+    assert (log.written, log.lost) == ([0, 2, 5], 3)
 
 
 def test_a_writer_that_falls_behind_drops_the_oldest_and_counts_them() -> None:
