@@ -4,7 +4,7 @@ Events are the exception to "one unit per operation": an operation hands its eve
 the store's :class:`~memory_admin.store.event_buffer.EventBuffer`, which commits them in
 batches from a background thread, so a read never becomes a write to log itself.
 
-An event can therefore reach the log after a forgetting (a delete, an erasure) that it
+An event can therefore reach the log after a forgetting (a delete, an erasure, a sweep) that it
 predates: a search that found a record a moment before the record was erased, in this
 process or in any other. Such an event may quote what was forgotten, and the erasure
 could not remove it, because it was not in the log yet. So every forgetting leaves a

@@ -143,7 +143,7 @@ class Session(Protocol):
         ...
 
     def begin_forgetting(self) -> Op[None]:
-        """First in a unit that forgets (a delete, an erasure): orders it against the event
+        """First in a unit that forgets (a delete, an erasure, a sweep): orders it against the event
         log's batches, so a batch commits either wholly before it (and is forgotten with
         the rest) or after it (and sees :meth:`mark_forgetting`'s mark)."""
         ...
