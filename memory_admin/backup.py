@@ -7,12 +7,16 @@ many writers keep committing meanwhile, and they are never blocked. The copy is 
 beside the destination, checked (:func:`check_sqlite`: ``PRAGMA integrity_check``, the
 full-text index against its rows, the counts the source held at that moment), made a
 self-contained file (no ``-wal``), and only then moved into place, owner-readable only.
+The event log, which a live store keeps in a file of its own beside the memory file,
+travels inside the backup (read in the same transaction); a store that opens the
+restored file moves it back out.
 
 :func:`restore_sqlite` refuses a destination that any process has open (an agent or the
 dashboard would keep writing into the file being replaced), refuses a backup from a
 newer memory_admin (:class:`~memory_admin.errors.SchemaVersionError`) or one that fails
 its check, and writes through SQLite itself, so a stale ``-wal`` beside the destination
-can never be replayed over the restored pages.
+can never be replayed over the restored pages; the destination's old event file goes
+with the store it belonged to.
 
 PostgreSQL stores are backed up with ``pg_dump`` (docs/operations.md).
 """
@@ -28,15 +32,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_admin.errors import MemoryStoreError, SchemaVersionError
-from memory_admin.store.sqlite import terms
-from memory_admin.store.sqlite.schema import SCHEMA_VERSION
+from memory_admin.store.sqlite import events_path, terms
+from memory_admin.store.sqlite.schema import EVENT_TABLE, SCHEMA_VERSION, statements
 from memory_admin.tokenize import TERMS_IDENTITY
 
 Progress = Callable[[int, int], object]
 """Called as ``progress(pages_done, pages_total)`` after every step of a copy."""
 
 PAGES_PER_STEP = 256  # 1 MiB at the default page size: a smooth progress bar, little overhead
-COUNTED_TABLES = {"records": "memory_records", "events": "memory_events", "scopes": "memory_scopes"}
+COUNTED_TABLES = {"records": "memory_records", "scopes": "memory_scopes"}
+"""Tables a memory file holds, counted by a check (the event log is counted apart: it may
+sit in the event file beside the memory file, or inside a backup)."""
 _FTS_TABLE = "memory_fts"
 
 
@@ -112,6 +118,7 @@ def backup_sqlite(
     partial.unlink(missing_ok=True)
     started = time.monotonic()
     with _connect(source, busy_timeout) as src:
+        _attach_event_file(src, source)
         # one read transaction for the whole copy: the backup never restarts when a
         # writer commits, and the counts below describe exactly what it copies
         src.execute("BEGIN")
@@ -122,6 +129,7 @@ def backup_sqlite(
             with _connect(partial, busy_timeout) as dst:
                 pages = _copy(src, dst, progress, pages_per_step)
                 dst.execute("PRAGMA journal_mode = DELETE")  # one self-contained file, no -wal beside it
+                _copy_event_file(src, dst)
             src.execute("COMMIT")
             check = check_sqlite(partial)
             if check.counts != expected or check.schema_version != version:
@@ -153,6 +161,7 @@ def check_sqlite(path: str | os.PathLike[str]) -> FileCheck:
         raise BackupError(f"cannot open {path}: {exc}") from None
     try:
         terms.register(conn)  # the index's content is its records' terms, computed in Python
+        _attach_event_file(conn, path)
         conn.execute("BEGIN")
         version = _memory_schema_version(conn, path)
         problems = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
@@ -206,6 +215,9 @@ def restore_sqlite(
         # a WAL-mode destination cannot take pages of another size; we hold it alone
         dst.execute("PRAGMA journal_mode = DELETE")
         _copy(src, dst, progress, pages_per_step)
+        # the log of the store this file replaces: the restored file carries its own
+        for stale in (events := events_path(target), Path(f"{events}-wal"), Path(f"{events}-shm")):
+            stale.unlink(missing_ok=True)
     restored = check_sqlite(target)
     if restored.counts != check.counts:
         raise BackupError(f"{target} holds {restored.counts} after the restore, but {backup} holds {check.counts}.")
@@ -263,6 +275,52 @@ def _hold_exclusively(conn: sqlite3.Connection, path: Path) -> None:
         ) from None
 
 
+def _attach_event_file(conn: sqlite3.Connection, path: Path) -> None:
+    """Attach the event file beside ``path`` as ``events``, if there is one (a backup has
+    none: its log is inside it)."""
+    events = events_path(path)
+    if events.is_file():
+        conn.execute("ATTACH DATABASE ? AS events", [str(events)])
+
+
+def _event_sources(conn: sqlite3.Connection) -> list[str]:
+    """Where ``conn``'s file keeps event rows: the event file, the memory file itself (a
+    backup, a file from before the move), or both (a move a crash interrupted)."""
+    sources = []
+    for schema in ("main", "events"):
+        try:
+            found = conn.execute(
+                f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = 'memory_events'"
+            ).fetchone()
+        except sqlite3.OperationalError:  # no such database: nothing attached
+            continue
+        if found:
+            sources.append(f"{schema}.memory_events")
+    return sources
+
+
+def _event_rows(conn: sqlite3.Connection) -> str:
+    """A select of every event row of ``conn``'s file, each once (by event id)."""
+    sources = _event_sources(conn)
+    if not sources:
+        return "SELECT * FROM (SELECT 1) WHERE 0"
+    return " UNION ".join(f"SELECT * FROM {source}" for source in sources)
+
+
+def _copy_event_file(src: sqlite3.Connection, dst: sqlite3.Connection) -> None:
+    """Put the rows of the event file, read in ``src``'s transaction, into the copy."""
+    if "events.memory_events" not in _event_sources(src):
+        return
+    for statement in statements(EVENT_TABLE.format(schema="")):
+        dst.execute(statement)
+    dst.execute("BEGIN")
+    dst.executemany(
+        "INSERT OR IGNORE INTO memory_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        src.execute("SELECT * FROM events.memory_events"),
+    )
+    dst.execute("COMMIT")
+
+
 def _memory_schema_version(conn: sqlite3.Connection, path: Path) -> int:
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -274,9 +332,12 @@ def _memory_schema_version(conn: sqlite3.Connection, path: Path) -> int:
 
 
 def _counts(conn: sqlite3.Connection) -> dict[str, int]:
-    return {
-        name: int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]) for name, table in COUNTED_TABLES.items()
+    counts = {
+        name: int(conn.execute(f"SELECT count(*) FROM main.{table}").fetchone()[0])
+        for name, table in COUNTED_TABLES.items()
     }
+    counts["events"] = int(conn.execute(f"SELECT count(*) FROM ({_event_rows(conn)})").fetchone()[0])
+    return counts
 
 
 def _holds_records(conn: sqlite3.Connection) -> bool:

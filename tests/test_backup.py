@@ -17,7 +17,7 @@ import pytest
 from memory_admin.backup import BackupError, FileInUseError, backup_sqlite, check_sqlite, restore_sqlite
 from memory_admin.errors import SchemaVersionError
 from memory_admin.store import SqliteMemoryStore
-from memory_admin.store.sqlite import terms
+from memory_admin.store.sqlite import events_path, terms
 from memory_admin.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, statements
 
 
@@ -120,6 +120,27 @@ def test_restore_replaces_records_only_when_asked(memory_file: Path, tmp_path: P
     assert len(contents(memory_file)) == 205
     report = restore_sqlite(copy, memory_file, replace=True)
     assert report.replaced and contents(memory_file) == contents(copy)
+
+
+def test_the_event_log_travels_inside_the_backup_and_replaces_the_restored_stores(
+    memory_file: Path, tmp_path: Path
+) -> None:
+    with SqliteMemoryStore(memory_file) as store:
+        store.search({"scope": {"tenant": "acme"}, "query": "window seats"})
+        store.flush_events()
+        logged = [(e.id, e.event) for e in store.query_events({})]
+    copy = backup_sqlite(memory_file, tmp_path / "backup.sqlite3").target
+    assert check_sqlite(copy).events == len(logged) == 2  # the write's event and the search's
+    assert not events_path(copy).exists(), "one self-contained file"
+    with SqliteMemoryStore(memory_file) as store:  # the log goes on after the backup
+        store.search({"scope": {"tenant": "acme"}, "query": "flight"})
+        store.flush_events()
+        assert len(store.query_events({})) == 3
+
+    report = restore_sqlite(copy, memory_file, replace=True)
+    assert report.check.events == 2
+    with SqliteMemoryStore(memory_file) as store:
+        assert [(e.id, e.event) for e in store.query_events({})] == logged, "the backup's log, not the old one"
 
 
 @pytest.fixture

@@ -129,13 +129,14 @@ def ingest_pair(
 
 
 def event_log_bytes(path: Path) -> int:
-    """Bytes of a SQLite memory file's pages that hold the event log (table and indexes)."""
+    """Bytes of a SQLite memory file's event log: its own file beside the memory file, and
+    the pages of its counters in the memory file."""
     with sqlite3.connect(path) as conn:
         row = conn.execute(
             "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN "
             "(SELECT name FROM sqlite_schema WHERE tbl_name IN ('memory_events', 'memory_counters'))"
         ).fetchone()
-    return int(row[0])
+    return int(row[0]) + sqlite_file_stats(path)["events_bytes"]
 
 
 def _percentiles(samples: Sequence[float]) -> dict[str, float]:
@@ -350,7 +351,7 @@ def run_size(size: int, workdir: Path, queries: int) -> dict[str, Any]:
     quiet_path = workdir / f"quiet-{size}.sqlite3"
     raw_path = workdir / f"raw-{size}.sqlite3"
     for path in (store_path, quiet_path, raw_path):
-        for suffix in ("", "-wal", "-shm"):
+        for suffix in ("", "-wal", "-shm", "-events", "-events-wal", "-events-shm"):
             Path(str(path) + suffix).unlink(missing_ok=True)
     result: dict[str, Any] = {"size": size}
 
@@ -358,7 +359,7 @@ def run_size(size: int, workdir: Path, queries: int) -> dict[str, Any]:
     # the same batches into a second file without an event log, alternately
     with SqliteMemoryStore(quiet_path, persist_events=False) as quiet_ingest:
         result["ingest_per_s"], result["off_ingest_per_s"] = ingest_pair(store.write, quiet_ingest.write, corpus, size)
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-wal", "-shm", "-events", "-events-wal", "-events-shm"):
         Path(str(quiet_path) + suffix).unlink(missing_ok=True)
 
     SqliteMemoryStore(raw_path, persist_events=False).close()  # the same schema, empty

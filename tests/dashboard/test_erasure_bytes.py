@@ -42,7 +42,7 @@ def file_bytes(path: Path) -> bytes:
     """The memory file and every file SQLite keeps beside it."""
     return b"".join(
         p.read_bytes()
-        for p in (path, *(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal")))
+        for p in (path, *(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal", "-events", "-events-wal")))
         if p.exists()
     )
 

@@ -24,6 +24,7 @@ from memory_admin.store import BaseMemoryStore, SqliteMemoryStore
 from memory_admin.store._sql import EVENT_COLUMNS, Dialect, event_row
 from memory_admin.store.postgres import PostgresMemoryStore
 from memory_admin.store.postgres.search import DIALECT as POSTGRES
+from memory_admin.store.sqlite import events_path
 from memory_admin.store.sqlite.session import DIALECT as SQLITE
 
 COLUMNS = ", ".join(name for name, _ in EVENT_COLUMNS)
@@ -35,7 +36,7 @@ def _sqlite(events: list[AnyEvent], tenant: str) -> list[list[Any]]:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "memory.sqlite3"
         _log(SqliteMemoryStore(path), events)
-        with closing(sqlite3.connect(path)) as conn:
+        with closing(sqlite3.connect(events_path(path))) as conn:  # the log's own file
             return [list(row) for row in conn.execute(f"SELECT {COLUMNS} FROM memory_events ORDER BY eid")]
 
 

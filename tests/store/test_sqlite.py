@@ -155,7 +155,8 @@ def test_open_store_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def file_bytes(path: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal")) if p.exists())
+    """The memory file and every file SQLite keeps beside it: its WAL, the event file and its WAL."""
+    return b"".join(p.read_bytes() for p in (path, *path.parent.glob(f"{path.name}-*")) if p.exists())
 
 
 @pytest.mark.parametrize("how", ["delete", "erase"])

@@ -1,18 +1,21 @@
 """The SQLite backend: the embedded default.
 
-One file of its own (never shared with the dashboard's tables), WAL, a busy timeout,
+One file of its own (never shared with the dashboard's tables) and, beside it, the event
+log's file (:func:`events_path`, attached to every connection as ``events``: a batch of
+events commits there, so the memory file's readers keep their page caches), WAL, a busy timeout,
 ``BEGIN IMMEDIATE`` for every write, an FTS5 external-content index over terms Python
 computes (:mod:`.terms`, registered on every connection), and a
 ``PRAGMA user_version`` migration ladder from 1 (:mod:`.schema`). Search lives in
 :mod:`.search`; this module holds the connections, the dialect and the primitives.
 
-Deleted and erased content does not survive in the file or its WAL: ``secure_delete``
-zeroes freed space, the index is merged so no old segment keeps a deleted token, and
-the WAL is checkpointed and truncated.
+Deleted and erased content does not survive in either file or their WALs:
+``secure_delete`` zeroes freed space, the index is merged so no old segment keeps a
+deleted token, and the WALs are checkpointed and truncated.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import sqlite3
@@ -20,13 +23,15 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from memory_admin.errors import MemoryBusyError, MemoryStoreError, SchemaVersionError
 from memory_admin.steps import run_steps
 from memory_admin.store._sql import (
     Op,
     Statement,
+    erase_events_op,
+    forget_in_events_op,
 )
 from memory_admin.store.base import (
     BaseMemoryStore,
@@ -34,7 +39,7 @@ from memory_admin.store.base import (
     full_capabilities,
 )
 from memory_admin.store.sqlite import terms
-from memory_admin.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, statements
+from memory_admin.store.sqlite.schema import EVENT_FILE_SCHEMA, MIGRATIONS, SCHEMA_VERSION, statements
 from memory_admin.store.sqlite.search import (
     Search,
 )
@@ -48,6 +53,8 @@ from memory_admin.store.sqlite.session import (
     is_busy,
 )
 from memory_admin.store.vectors import VectorCache
+
+T = TypeVar("T")
 
 
 class SqliteMemoryStore(BaseMemoryStore):
@@ -96,6 +103,12 @@ class SqliteMemoryStore(BaseMemoryStore):
             # come from the OS's cache as fast (measured at 1M records: 64 MiB searched
             # no faster and held 30 MB more)
             conn.execute("PRAGMA cache_size = -32768")
+            conn.execute("ATTACH DATABASE ? AS events", [str(events_path(self.path))])
+            mode = conn.execute("PRAGMA events.journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise MemoryStoreError(f"{events_path(self.path)} could not switch to WAL journaling (got {mode}).")
+            conn.execute(f"PRAGMA events.synchronous = {self._synchronous}")
+            conn.execute("PRAGMA events.secure_delete = ON")
         except sqlite3.DatabaseError as exc:
             raise self._translate(exc) from None
         with self._all_lock:
@@ -153,6 +166,7 @@ class SqliteMemoryStore(BaseMemoryStore):
                     return
                 if relaxed:
                     conn.execute("PRAGMA synchronous = NORMAL")
+                    conn.execute("PRAGMA events.synchronous = NORMAL")
                 if mode in ("write", "append"):
                     _drive_now(conn, begin_immediate(self._busy_timeout))
                 else:
@@ -161,6 +175,11 @@ class SqliteMemoryStore(BaseMemoryStore):
                 if session.forgot:
                     conn.execute(MERGE_INDEX)
                 conn.execute("COMMIT")
+                if session.owed:  # both files have committed: the log owes nothing more
+                    conn.execute(
+                        "DELETE FROM memory_events_owed WHERE id IN (SELECT value FROM json_each(?))",
+                        [json.dumps(session.owed)],
+                    )
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.rollback()
@@ -168,6 +187,7 @@ class SqliteMemoryStore(BaseMemoryStore):
             finally:
                 if relaxed:
                     conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+                    conn.execute(f"PRAGMA events.synchronous = {self._synchronous}")
 
     def _event_log_key(self) -> str:
         return f"sqlite:{os.path.abspath(self.path)}"
@@ -201,24 +221,63 @@ class SqliteMemoryStore(BaseMemoryStore):
                         conn.execute(f"PRAGMA user_version = {version}")
                     conn.execute("COMMIT")
                 terms.rebuild_if_stale(conn)
+                _settle_event_file(conn, self._busy_timeout)
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.rollback()
                 raise self._translate(exc) from None
 
 
-def _drive_now(conn: sqlite3.Connection, op: Op[None]) -> None:
-    run_steps(op, lambda statement: execute_statement(conn, statement))
+def _drive_now(conn: sqlite3.Connection, op: Op[T]) -> T:
+    return run_steps(op, lambda statement: execute_statement(conn, statement))
+
+
+def events_path(path: str | os.PathLike[str]) -> Path:
+    """The event log's file beside the memory file ``path`` (``<file>-events``, with its
+    own ``-wal`` and ``-shm``): the log's batches commit there, never to the memory file."""
+    return Path(f"{path}-events")
+
+
+def _settle_event_file(conn: sqlite3.Connection, busy_timeout: float) -> None:
+    """Make the event file whole when a store opens the memory file: its table; the rows
+    of a log still inside the memory file (a file from before the move, a restored
+    backup), copied and only then dropped there; and what a forgetting still owes the log
+    after a crash between the two files' commits, done and only then cleared. Each step
+    is safe to repeat, so a crash anywhere in here is settled by the next open."""
+    for statement in statements(EVENT_FILE_SCHEMA):
+        conn.execute(statement)
+    if conn.execute("SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'memory_events'").fetchone():
+        _drive_now(conn, begin_immediate(busy_timeout))
+        conn.execute("INSERT OR IGNORE INTO events.memory_events SELECT * FROM main.memory_events")
+        conn.execute("COMMIT")
+        _drive_now(conn, begin_immediate(busy_timeout))
+        if conn.execute("SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'memory_events'").fetchone():
+            conn.execute("DROP TABLE main.memory_events")
+        conn.execute("COMMIT")
+    for owed_id, tenant, record_ids, scope in conn.execute(
+        "SELECT id, tenant, record_ids, scope FROM memory_events_owed ORDER BY id"
+    ).fetchall():
+        _drive_now(conn, begin_immediate(busy_timeout))
+        if scope is not None:
+            _drive_now(conn, erase_events_op(DIALECT, json.loads(scope), dry_run=False))
+        _drive_now(conn, forget_in_events_op(DIALECT, tenant, json.loads(record_ids)))
+        conn.execute("COMMIT")
+        conn.execute("DELETE FROM memory_events_owed WHERE id = ?", [owed_id])
 
 
 def sqlite_file_stats(path: str | os.PathLike[str]) -> dict[str, int]:
-    """Sizes of the memory file and its WAL, in bytes."""
-    main = Path(path)
-    wal = Path(str(path) + "-wal")
+    """Sizes of the memory file, the event file and their WALs, in bytes."""
+
+    def size(file: Path) -> int:
+        return file.stat().st_size if file.exists() else 0
+
+    events = events_path(path)
     return {
-        "file_bytes": main.stat().st_size if main.exists() else 0,
-        "wal_bytes": wal.stat().st_size if wal.exists() else 0,
+        "file_bytes": size(Path(path)),
+        "wal_bytes": size(Path(f"{path}-wal")),
+        "events_bytes": size(events),
+        "events_wal_bytes": size(Path(f"{events}-wal")),
     }
 
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SqliteDialect", "SqliteMemoryStore", "sqlite_file_stats"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SqliteDialect", "SqliteMemoryStore", "events_path", "sqlite_file_stats"]

@@ -87,7 +87,7 @@ MIGRATIONS: list[str] = [
 ]
 
 MIGRATIONS.append(
-    # 2: the event log, beside the records and erased with them
+    # 2: the event log, beside the records and erased with them (in a file of its own since 10)
     """
     CREATE TABLE memory_events (
         eid     INTEGER PRIMARY KEY,
@@ -277,7 +277,43 @@ MIGRATIONS.append(
     """
 )
 
+MIGRATIONS.append(
+    # 10: the event log moves to a file of its own beside the memory file (EVENT_FILE_SCHEMA;
+    # the store moves the rows when it opens the file): a batch of events no longer commits
+    # to the memory file, so its readers keep their page caches. A forgetting commits to
+    # both files, and SQLite commits attached WAL files one after the other: what a
+    # forgetting owes the log is noted here, in the same unit, and cleared once both have
+    # committed; a store that opens the file settles what a crash left owed
+    """
+    CREATE TABLE memory_events_owed (
+        id         INTEGER PRIMARY KEY,
+        tenant     TEXT NOT NULL,
+        record_ids TEXT NOT NULL,
+        scope      TEXT
+    );
+    """
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
+
+EVENT_TABLE = """
+    CREATE TABLE IF NOT EXISTS {schema}memory_events (
+        eid     INTEGER PRIMARY KEY,
+        type    TEXT NOT NULL,
+        at      INTEGER NOT NULL,
+        tenant  TEXT NOT NULL,
+        scope   TEXT NOT NULL,
+        agent   TEXT,
+        preview INTEGER NOT NULL DEFAULT 0,
+        body    TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS {schema}memory_events_type_at ON memory_events (type, at);
+    CREATE INDEX IF NOT EXISTS {schema}memory_events_tenant_at ON memory_events (tenant, at);
+"""
+"""The event log's table (as migration 2 made it), for a schema prefix: ``events.`` in the
+event file, empty in a backup, which keeps the log inside its one file."""
+
+EVENT_FILE_SCHEMA = EVENT_TABLE.format(schema="events.")
 
 
 def statements(script: str) -> Iterator[str]:
@@ -292,4 +328,4 @@ def statements(script: str) -> Iterator[str]:
         yield buffer.strip()
 
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "statements"]
+__all__ = ["EVENT_FILE_SCHEMA", "EVENT_TABLE", "MIGRATIONS", "SCHEMA_VERSION", "statements"]

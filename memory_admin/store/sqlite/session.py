@@ -172,6 +172,8 @@ class SqliteSession(SqlSession):
         self._searcher = searcher
         self._busy_timeout = busy_timeout
         self.forgot = False
+        self.owed: list[int] = []
+        """What this unit owes the event file (``memory_events_owed``), cleared once it commits."""
 
     def records_under(self, scope: Scope) -> Op[tuple[str, list[Any]]]:
         scopes = yield from Scopes.subset(scope, None)
@@ -342,6 +344,25 @@ class SqliteSession(SqlSession):
             yield Statement(MERGE_INDEX)
             self.forgot = False
         yield from super().mark_forgetting(tenant, clock)
+
+    def _owe(self, tenant: str, record_ids: Sequence[str], scope: Scope | None) -> Op[None]:
+        # noted in the memory file, which commits first: a crash before the event file
+        # commits leaves the note, and the next store to open the file does the work again
+        rows = yield Statement(
+            "INSERT INTO memory_events_owed (tenant, record_ids, scope) VALUES (?, ?, ?) RETURNING id",
+            [tenant, json.dumps(list(record_ids)), None if scope is None else json.dumps(scope)],
+        )
+        self.owed.append(int(rows[0]["id"]))
+
+    def erase_events(self, scope: Scope, *, dry_run: bool) -> Op[int]:
+        if not dry_run:
+            yield from self._owe(scope[TENANT_KEY], [], scope)
+        return (yield from super().erase_events(scope, dry_run=dry_run))
+
+    def forget_in_events(self, tenant: str, record_ids: Sequence[str]) -> Op[int]:
+        if record_ids:
+            yield from self._owe(tenant, record_ids, None)
+        return (yield from super().forget_in_events(tenant, record_ids))
 
     def drop_scopes(self, scope_ids: Sequence[int]) -> Op[None]:
         yield Statement(
