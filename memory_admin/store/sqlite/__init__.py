@@ -16,6 +16,7 @@ deleted token, and the WALs are checkpointed and truncated.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import queue
 import sqlite3
@@ -55,6 +56,8 @@ from memory_admin.store.sqlite.session import (
 from memory_admin.store.vectors import VectorCache
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 class SqliteMemoryStore(BaseMemoryStore):
@@ -175,11 +178,8 @@ class SqliteMemoryStore(BaseMemoryStore):
                 if session.forgot:
                     conn.execute(MERGE_INDEX)
                 conn.execute("COMMIT")
-                if session.owed:  # both files have committed: the log owes nothing more
-                    conn.execute(
-                        "DELETE FROM memory_events_owed WHERE id IN (SELECT value FROM json_each(?))",
-                        [json.dumps(session.owed)],
-                    )
+                if session.owed:
+                    _clear_owed(conn, session.owed)
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.rollback()
@@ -230,6 +230,16 @@ class SqliteMemoryStore(BaseMemoryStore):
 
 def _drive_now(conn: sqlite3.Connection, op: Op[T]) -> T:
     return run_steps(op, lambda statement: execute_statement(conn, statement))
+
+
+def _clear_owed(conn: sqlite3.Connection, owed: Sequence[int]) -> None:
+    """Both files have committed: the log owes nothing more. The forgetting stands either
+    way, so a failure here is only logged (the next store to open the file redoes the
+    work, which changes nothing, and clears the note then)."""
+    try:
+        conn.execute("DELETE FROM memory_events_owed WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(owed)])
+    except sqlite3.Error:
+        log.warning("could not clear %d notes of forgetting owed to the event log; the next open will", len(owed))
 
 
 def events_path(path: str | os.PathLike[str]) -> Path:
