@@ -311,7 +311,9 @@ EVENT_TABLE = """
     CREATE INDEX IF NOT EXISTS {schema}memory_events_tenant_at ON memory_events (tenant, at);
 """
 """The event log's table (as migration 2 made it), for a schema prefix: ``events.`` in the
-event file, empty in a backup, which keeps the log inside its one file."""
+event file, empty in a backup, which keeps the log inside its one file. Written out
+again on purpose: a migration is history and never changes, this is the table today (a
+change to it needs the event file's own step, and the move of older logs to match)."""
 
 EVENT_FILE_SCHEMA = EVENT_TABLE.format(schema="events.")
 
