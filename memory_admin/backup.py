@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_admin.errors import MemoryStoreError, SchemaVersionError
-from memory_admin.store.sqlite import events_path, terms
+from memory_admin.store.sqlite import database_files, events_path, terms
 from memory_admin.store.sqlite.schema import EVENT_TABLE, SCHEMA_VERSION, statements
 from memory_admin.tokenize import TERMS_IDENTITY
 
@@ -216,7 +216,7 @@ def restore_sqlite(
         dst.execute("PRAGMA journal_mode = DELETE")
         _copy(src, dst, progress, pages_per_step)
         # the log of the store this file replaces: the restored file carries its own
-        for stale in (events := events_path(target), Path(f"{events}-wal"), Path(f"{events}-shm")):
+        for stale in database_files(events_path(target)):
             stale.unlink(missing_ok=True)
     restored = check_sqlite(target)
     if restored.counts != check.counts:

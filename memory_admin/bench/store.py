@@ -45,7 +45,7 @@ from memory_admin.scope import scope_json
 from memory_admin.store._sql import dumps, filter_tokens, scope_tokens
 from memory_admin.store.base import BaseMemoryStore
 from memory_admin.store.ids import from_value
-from memory_admin.store.sqlite import SqliteMemoryStore, sqlite_file_stats
+from memory_admin.store.sqlite import SqliteMemoryStore, sqlite_file_stats, store_files
 from memory_admin.store.sqlite import terms as sqlite_terms
 from memory_admin.tokenize import unique_tokens
 
@@ -351,16 +351,16 @@ def run_size(size: int, workdir: Path, queries: int) -> dict[str, Any]:
     quiet_path = workdir / f"quiet-{size}.sqlite3"
     raw_path = workdir / f"raw-{size}.sqlite3"
     for path in (store_path, quiet_path, raw_path):
-        for suffix in ("", "-wal", "-shm", "-events", "-events-wal", "-events-shm"):
-            Path(str(path) + suffix).unlink(missing_ok=True)
+        for file in store_files(path):
+            file.unlink(missing_ok=True)
     result: dict[str, Any] = {"size": size}
 
     store = SqliteMemoryStore(store_path)  # the default configuration: event log on
     # the same batches into a second file without an event log, alternately
     with SqliteMemoryStore(quiet_path, persist_events=False) as quiet_ingest:
         result["ingest_per_s"], result["off_ingest_per_s"] = ingest_pair(store.write, quiet_ingest.write, corpus, size)
-    for suffix in ("", "-wal", "-shm", "-events", "-events-wal", "-events-shm"):
-        Path(str(quiet_path) + suffix).unlink(missing_ok=True)
+    for file in store_files(quiet_path):
+        file.unlink(missing_ok=True)
 
     SqliteMemoryStore(raw_path, persist_events=False).close()  # the same schema, empty
     raw_ingest = RawSqlite(raw_path)

@@ -99,8 +99,8 @@ def open_or_build(path: Path, records: int) -> tuple[dict[str, Any], float | Non
         if manifest.get("records") == records and manifest.get("schema") == schema_fingerprint():
             sys.stderr.write(f"Reusing {path} ({records:,} records).\n")
             return manifest, None
-    for suffix in ("", "-wal", "-shm", "-events", "-events-wal", "-events-shm", ".json"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    for file in (*sqlite_store.store_files(path), Path(f"{path}.json")):
+        file.unlink(missing_ok=True)
     sys.stderr.write(f"Building {path} with {records:,} records (kept for the next run)…\n")
     started = time.perf_counter()
     with SqliteMemoryStore(path, persist_events=False, synchronous="NORMAL") as store:

@@ -248,6 +248,22 @@ def events_path(path: str | os.PathLike[str]) -> Path:
     return Path(f"{path}-events")
 
 
+def database_files(path: str | os.PathLike[str]) -> list[Path]:
+    """A SQLite database file and the two SQLite keeps beside it in WAL mode."""
+    return [Path(path), Path(f"{path}-wal"), Path(f"{path}-shm")]
+
+
+def store_files(path: str | os.PathLike[str]) -> list[Path]:
+    """Every file of the store whose memory file is ``path``: it, the event file, and theirs."""
+    return [*database_files(path), *database_files(events_path(path))]
+
+
+def _log_inside(conn: sqlite3.Connection) -> bool:
+    """The memory file still holds an event table (a file from before the move, a backup)."""
+    found = conn.execute("SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'memory_events'")
+    return found.fetchone() is not None
+
+
 def _settle_event_file(conn: sqlite3.Connection, busy_timeout: float) -> None:
     """Make the event file whole when a store opens the memory file: its table; the rows
     of a log still inside the memory file (a file from before the move, a restored
@@ -256,12 +272,12 @@ def _settle_event_file(conn: sqlite3.Connection, busy_timeout: float) -> None:
     is safe to repeat, so a crash anywhere in here is settled by the next open."""
     for statement in statements(EVENT_FILE_SCHEMA):
         conn.execute(statement)
-    if conn.execute("SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'memory_events'").fetchone():
+    if _log_inside(conn):
         _drive_now(conn, begin_immediate(busy_timeout))
         conn.execute("INSERT OR IGNORE INTO events.memory_events SELECT * FROM main.memory_events")
         conn.execute("COMMIT")
         _drive_now(conn, begin_immediate(busy_timeout))
-        if conn.execute("SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'memory_events'").fetchone():
+        if _log_inside(conn):  # another process's open may have dropped it meanwhile
             conn.execute("DROP TABLE main.memory_events")
         conn.execute("COMMIT")
     for owed_id, tenant, record_ids, scope in conn.execute(
@@ -290,4 +306,13 @@ def sqlite_file_stats(path: str | os.PathLike[str]) -> dict[str, int]:
     }
 
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SqliteDialect", "SqliteMemoryStore", "events_path", "sqlite_file_stats"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SqliteDialect",
+    "SqliteMemoryStore",
+    "database_files",
+    "events_path",
+    "sqlite_file_stats",
+    "store_files",
+]
