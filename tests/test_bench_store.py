@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from memory_admin.bench.corpus import Corpus
 from memory_admin.bench.pg_cluster import ClusterUnavailable, find_bin_dir, server_user
-from memory_admin.bench.store import _redacted, main
+from memory_admin.bench.store import _redacted, event_log_bytes, main, record_bytes
+from memory_admin.store.sqlite import SqliteMemoryStore, sqlite_file_stats
 from tests.postgres_cluster import _unavailable
 
 
@@ -64,3 +66,23 @@ def test_the_printed_command_never_shows_a_password() -> None:
 def test_a_postgres_run_needs_exactly_one_server_and_sets_only_its_own(args: list[str]) -> None:
     with pytest.raises(SystemExit):
         main(args)
+
+
+def test_bytes_per_record_leave_the_event_log_out_wherever_it_lives(tmp_path: Path) -> None:
+    # the same records with the log on and off: the records' bytes agree, and the log's
+    # bytes are the event file's (the old figure subtracted them from the memory file)
+    records = list(Corpus().inputs(300))
+    sizes = {}
+    for persist in (True, False):
+        path = tmp_path / f"{persist}.sqlite3"
+        with SqliteMemoryStore(path, persist_events=persist) as store:
+            for i in range(0, len(records), 10):
+                store.write(records[i : i + 10])
+                store.search({"scope": records[i]["scope"], "query": records[i]["content"]})
+            store.optimize()
+            store.flush_events()
+        sizes[persist] = (record_bytes(path), event_log_bytes(path), sqlite_file_stats(path)["events_bytes"])
+    (on_records, on_log, on_file), (off_records, _, _) = sizes[True], sizes[False]
+    assert on_file > 0 and on_log >= on_file
+    assert abs(on_records - off_records) <= 8 * 4096
+    assert on_records > on_file  # what the old subtraction would have shrunk below zero

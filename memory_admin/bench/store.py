@@ -128,15 +128,26 @@ def ingest_pair(
     return size / spent[0], size / spent[1]
 
 
-def event_log_bytes(path: Path) -> int:
-    """Bytes of a SQLite memory file's event log: its own file beside the memory file, and
-    the pages of its counters in the memory file."""
+def _log_pages_in_memory_file(path: Path) -> int:
+    """Bytes of the event log's pages still inside a SQLite memory file: its counters."""
     with sqlite3.connect(path) as conn:
         row = conn.execute(
             "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN "
             "(SELECT name FROM sqlite_schema WHERE tbl_name IN ('memory_events', 'memory_counters'))"
         ).fetchone()
-    return int(row[0]) + sqlite_file_stats(path)["events_bytes"]
+    return int(row[0])
+
+
+def event_log_bytes(path: Path) -> int:
+    """Bytes of a SQLite memory file's event log: its own file beside the memory file, and
+    the pages of its counters in the memory file."""
+    return _log_pages_in_memory_file(path) + sqlite_file_stats(path)["events_bytes"]
+
+
+def record_bytes(path: Path) -> int:
+    """Bytes of a SQLite memory file's records, their indexes and scopes: the memory file
+    without the event log's pages (the event file is apart already)."""
+    return sqlite_file_stats(path)["file_bytes"] - _log_pages_in_memory_file(path)
 
 
 def _percentiles(samples: Sequence[float]) -> dict[str, float]:
@@ -371,9 +382,8 @@ def run_size(size: int, workdir: Path, queries: int) -> dict[str, Any]:
     store.optimize()  # what memory_import does after a bulk load; also empties the WAL
     result["optimize_s"] = time.perf_counter() - started
     store.flush_events()
-    log_bytes = event_log_bytes(store_path)
-    result["bytes_per_record"] = (sqlite_file_stats(store_path)["file_bytes"] - log_bytes) / size
-    result["event_log_bytes"] = log_bytes
+    result["bytes_per_record"] = record_bytes(store_path) / size
+    result["event_log_bytes"] = event_log_bytes(store_path)
 
     raw = RawSqlite(store_path)
     rng = random.Random(11)

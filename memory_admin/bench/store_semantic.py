@@ -43,10 +43,10 @@ from typing import Any
 
 from memory_admin.bench.corpus import Corpus, batched
 from memory_admin.bench.locomo import load_dataset
-from memory_admin.bench.store import LoadSampler, _load, _percentiles, event_log_bytes, progress
+from memory_admin.bench.store import LoadSampler, _load, _percentiles, progress, record_bytes
 from memory_admin.embed import HashingEmbedder, OnnxEmbedder, default_embedder
 from memory_admin.embed.protocol import BaseEmbedder, Matrix, Side
-from memory_admin.store.sqlite import SqliteMemoryStore, sqlite_file_stats
+from memory_admin.store.sqlite import SqliteMemoryStore
 
 DIMENSIONS = 384
 BATCH = 1000
@@ -205,7 +205,7 @@ def fill(size: int, path: Path) -> dict[str, Any]:
         store.flush_events()
         embedded = store.embedding_status().embedded
     return {
-        "bytes_per_record": (sqlite_file_stats(path)["file_bytes"] - event_log_bytes(path)) / size,
+        "bytes_per_record": record_bytes(path) / size,
         "embedded": embedded,
         "fill_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
