@@ -42,7 +42,6 @@ import re
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping
 from datetime import datetime
-from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -325,10 +324,10 @@ class _Plan:
 class _Layout:
     """One first-fit placement of the tiers' candidates into ``room`` characters."""
 
-    def __init__(self, plan: _Plan, room: int, show_ids: bool) -> None:
+    def __init__(self, plan: _Plan, room: int, size: Callable[[MemoryRecord], int]) -> None:
         self.plan = plan
         self.room = room
-        self.show_ids = show_ids
+        self.size = size
         self.used = 0
         self.sections: dict[str, list[MemoryRecord]] = {}
         self.placed: dict[str, Tier] = {}
@@ -338,7 +337,7 @@ class _Layout:
     def place(self, record: MemoryRecord, tier: Tier, heading: str) -> None:
         if record.id in self.placed:
             return
-        cost = entry_chars(record, show_ids=self.show_ids) + (0 if heading in self.sections else len(HEADINGS[heading]))
+        cost = self.size(record) + (0 if heading in self.sections else len(HEADINGS[heading]))
         if self.used + cost > self.room:
             self.deferred.setdefault(record.id, "budget")
             self.deferred_tiers.setdefault(record.id, tier)
@@ -419,10 +418,10 @@ def _gather(plan: _Plan, show_ids: bool) -> _Steps:
     return found
 
 
-def _layout(plan: _Plan, found: _Candidates, room: int, show_ids: bool) -> _Layout:
-    layout = _Layout(plan, room, show_ids)
+def _layout(plan: _Plan, found: _Candidates, room: int, size: Callable[[MemoryRecord], int]) -> _Layout:
+    layout = _Layout(plan, room, size)
     # the profile tier comes first, so it is placed against the slice and the whole room
-    profile = place_profile(found.profile, plan.profile_chars, room=room, size=partial(entry_chars, show_ids=show_ids))
+    profile = place_profile(found.profile, plan.profile_chars, room=room, size=size)
     layout.deferred.update(profile.deferred)
     layout.deferred_tiers.update(dict.fromkeys(profile.deferred, "profile"))
     for record in profile.admitted:
@@ -445,17 +444,28 @@ def _finish(
     started: float,
     preview_run: bool,
 ) -> RecallResult:
+    lines: dict[str, str] = {}
+
+    def line(record: MemoryRecord) -> str:  # each candidate is rendered once per block
+        text = lines.get(record.id)
+        if text is None:
+            text = lines[record.id] = render_entry(record, show_ids=show_ids)
+        return text
+
+    def size(record: MemoryRecord) -> int:
+        return len(line(record))
+
     room = plan.budget_chars - frame_chars(show_ids=show_ids)
-    layout = _layout(plan, found, room, show_ids)
+    layout = _layout(plan, found, room, size)
     if layout.deferred:
         # something stays out, so the marker needs room; reserve it for the largest
         # count possible and lay out again
-        layout = _layout(plan, found, room - len(truncation_marker(found.count())), show_ids)
+        layout = _layout(plan, found, room - len(truncation_marker(found.count())), size)
     order = ["profile", "pinned", "hits", found.recent_heading]
     records = tuple(record for heading in order for record in layout.sections.get(heading, []))
     if records or layout.deferred:
         body = "".join(
-            HEADINGS[heading] + "".join(render_entry(r, show_ids=show_ids) for r in layout.sections[heading])
+            HEADINGS[heading] + "".join(map(line, layout.sections[heading]))
             for heading in order
             if heading in layout.sections
         )
