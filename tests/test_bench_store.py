@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,15 @@ def test_sqlite_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert out.read_text().startswith(
         f"# Store benchmark\n\n```\npython -m memory_admin.bench.store --sizes 1500 --queries 20 --dir {tmp_path}"
     )
+
+
+def test_a_run_without_dir_leaves_no_files_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["--sizes", "1200", "--queries", "10"]) == 0
+    assert "| user search | 1,200 |" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.postgres
