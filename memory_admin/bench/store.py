@@ -613,14 +613,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cluster.stop()
         text = report(results, backend="postgres", where=where)
     else:
-        if args.one is not None:  # a child of the run below, always given its --dir
-            workdir = args.dir or Path(tempfile.gettempdir())
-            print(json.dumps(run_size(args.one, workdir, args.queries)))
-            return 0
         with contextlib.ExitStack() as scratch:
             # the files are kept only where --dir asks for them (a 1M run leaves 1.2 GB)
             workdir = args.dir or Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix="memory-bench-")))
             workdir.mkdir(parents=True, exist_ok=True)
+            if args.one is not None:  # a child of the run below
+                print(json.dumps(run_size(args.one, workdir, args.queries)))
+                return 0
             for size in sizes:
                 sys.stderr.write(f"{size:,} records → {workdir}\n")
             results = _run_sizes(sizes, ["--dir", str(workdir)], args.queries)
