@@ -11,7 +11,8 @@ The block is built in four tiers, in this order:
    learnings), newest first; off by default;
 3. **hits** — records matching the message (its words, and its meaning when the store
    embeds: a hybrid search), most relevant first (up to
-   ``max_hits``). A profile record the slice deferred may come back here if it matches;
+   ``max_hits``). A profile record the slice deferred may come back here, in one of
+   those places, if it matches;
 4. **recent** — when the message matched nothing new (or there is no message), the
    newest non-profile records, and the block says that is what they are.
 
@@ -278,6 +279,7 @@ class _Plan:
         pin_candidates: int,
         max_hits: int,
         scope_match: ScopeMatch,
+        show_ids: bool,
     ) -> None:
         problems = []
         if budget_chars < MIN_BUDGET_CHARS:
@@ -308,6 +310,30 @@ class _Plan:
         self.max_limit = capabilities.max_limit
         self.by_meaning = capabilities.search != "keyword"
         """Hits come by meaning too (a store with an embedder): any record may be one."""
+        self.show_ids = show_ids
+        self.room = budget_chars - frame_chars(show_ids=show_ids)
+        """What the entries, headings and any marker may take."""
+        self._lines: dict[str, str] = {}
+
+    def line(self, record: MemoryRecord) -> str:
+        """``record``'s entry, rendered once per recall however often it is placed."""
+        text = self._lines.get(record.id)
+        if text is None:
+            text = self._lines[record.id] = render_entry(record, show_ids=self.show_ids)
+        return text
+
+    def size(self, record: MemoryRecord) -> int:
+        return len(self.line(record))
+
+    def profile_holders(self, profile: list[MemoryRecord]) -> list[MemoryRecord]:
+        """The profile records the block will hold before its hits. When the slice fits
+        the block's room even with the largest marker reserved, that is the slice's own
+        placement, whatever else is deferred; otherwise it is known only at layout, and
+        every profile record holds a place."""
+        marker_room = len(truncation_marker(4 * self.max_limit))  # four searches' candidates at most
+        if self.profile_chars <= self.room - marker_room:
+            return list(place_profile(profile, self.profile_chars, size=self.size).admitted)
+        return profile
 
     def search(self, limit: int, **filters: object) -> MemorySearchQuery:
         return MemorySearchQuery.model_validate(
@@ -372,12 +398,12 @@ def shares_term(record: MemoryRecord, terms: frozenset[str]) -> bool:
     return not terms.isdisjoint(record_terms(record.content, record.tags, record.observed_at))
 
 
-def _gather(plan: _Plan, show_ids: bool) -> _Steps:
+def _gather(plan: _Plan) -> _Steps:
     """The store queries, as a generator: the sync and async drivers run the same steps."""
     found = _Candidates()
     if plan.profile_chars > 0:
         # more than the slice can hold, so "did everything fit?" has an honest answer
-        smallest = len("- [2026-01-05 profile] x\n") + (len(" mem_") + 26 if show_ids else 0)
+        smallest = len("- [2026-01-05 profile] x\n") + (len(" mem_") + 26 if plan.show_ids else 0)
         hits = yield plan.search(plan.profile_chars // smallest + 1, kinds=["profile"])
         found.profile = [hit.record for hit in hits]
     taken = {record.id for record in found.profile}
@@ -387,21 +413,20 @@ def _gather(plan: _Plan, show_ids: bool) -> _Steps:
         taken |= {record.id for record in found.pinned}
     new_hits: list[MemoryRecord] = []
     if plan.query is not None and plan.max_hits > 0:
-        # records already taken may hold places among the hits: enough more are asked for.
-        # A keyword search returns only records sharing a term with the message, so there
-        # only the taken records that share one can (the rest need no place kept for them)
-        rivals = (
-            taken
-            if plan.by_meaning
-            else {r.id for r in (*found.profile, *found.pinned) if shares_term(r, plan.query_terms)}
-        )
+        # the records placed before the hits hold places among them, so enough more are
+        # asked for: the pinned ones and the profile records the slice admits (one it
+        # defers is a hit like any other). A keyword search returns only records sharing
+        # a term with the message, so there only the holders sharing one can take a place
+        holders = [*plan.profile_holders(found.profile), *found.pinned]
+        held = {record.id for record in holders}
+        rivals = held if plan.by_meaning else {r.id for r in holders if shares_term(r, plan.query_terms)}
         hits = yield plan.search(plan.max_hits + len(rivals), query=plan.query)
         found.scored = tuple(hits)
         pinned = {record.id for record in found.pinned}
         for hit in hits:
             if hit.record.id in pinned:
                 continue
-            if hit.record.id not in taken:
+            if hit.record.id not in held:
                 if len(new_hits) == plan.max_hits:
                     break
                 new_hits.append(hit.record)
@@ -418,10 +443,10 @@ def _gather(plan: _Plan, show_ids: bool) -> _Steps:
     return found
 
 
-def _layout(plan: _Plan, found: _Candidates, room: int, size: Callable[[MemoryRecord], int]) -> _Layout:
-    layout = _Layout(plan, room, size)
+def _layout(plan: _Plan, found: _Candidates, room: int) -> _Layout:
+    layout = _Layout(plan, room, plan.size)
     # the profile tier comes first, so it is placed against the slice and the whole room
-    profile = place_profile(found.profile, plan.profile_chars, room=room, size=size)
+    profile = place_profile(found.profile, plan.profile_chars, room=room, size=plan.size)
     layout.deferred.update(profile.deferred)
     layout.deferred_tiers.update(dict.fromkeys(profile.deferred, "profile"))
     for record in profile.admitted:
@@ -439,38 +464,25 @@ def _finish(
     plan: _Plan,
     found: _Candidates,
     *,
-    show_ids: bool,
     now: datetime,
     started: float,
     preview_run: bool,
 ) -> RecallResult:
-    lines: dict[str, str] = {}
-
-    def line(record: MemoryRecord) -> str:  # each candidate is rendered once per block
-        text = lines.get(record.id)
-        if text is None:
-            text = lines[record.id] = render_entry(record, show_ids=show_ids)
-        return text
-
-    def size(record: MemoryRecord) -> int:
-        return len(line(record))
-
-    room = plan.budget_chars - frame_chars(show_ids=show_ids)
-    layout = _layout(plan, found, room, size)
+    layout = _layout(plan, found, plan.room)
     if layout.deferred:
         # something stays out, so the marker needs room; reserve it for the largest
         # count possible and lay out again
-        layout = _layout(plan, found, room - len(truncation_marker(found.count())), size)
+        layout = _layout(plan, found, plan.room - len(truncation_marker(found.count())))
     order = ["profile", "pinned", "hits", found.recent_heading]
     records = tuple(record for heading in order for record in layout.sections.get(heading, []))
     if records or layout.deferred:
         body = "".join(
-            HEADINGS[heading] + "".join(map(line, layout.sections[heading]))
+            HEADINGS[heading] + "".join(map(plan.line, layout.sections[heading]))
             for heading in order
             if heading in layout.sections
         )
         marker = truncation_marker(len(layout.deferred)) if layout.deferred else ""
-        block = BLOCK_OPEN + _header(show_ids) + body + marker + BLOCK_CLOSE
+        block = BLOCK_OPEN + _header(plan.show_ids) + body + marker + BLOCK_CLOSE
     else:
         block = ""  # nothing remembered: nothing to put in the prompt
     tiers: dict[Tier, int] = {tier: 0 for tier in TIERS}
@@ -567,9 +579,10 @@ def assemble_recall(
         pin_candidates=pin_candidates,
         max_hits=max_hits,
         scope_match=scope_match,
+        show_ids=show_ids,
     )
-    found = run_steps(_gather(plan, show_ids), lambda q: store.search(q, emit_event=False))
-    result = _finish(plan, found, show_ids=show_ids, now=stamped, started=started, preview_run=preview_run)
+    found = run_steps(_gather(plan), lambda q: store.search(q, emit_event=False))
+    result = _finish(plan, found, now=stamped, started=started, preview_run=preview_run)
     _deliver(store, result.event, sink)
     return result
 
@@ -602,9 +615,10 @@ async def aassemble_recall(
         pin_candidates=pin_candidates,
         max_hits=max_hits,
         scope_match=scope_match,
+        show_ids=show_ids,
     )
-    found = await arun_steps(_gather(plan, show_ids), lambda q: store.asearch(q, emit_event=False))
-    result = _finish(plan, found, show_ids=show_ids, now=stamped, started=started, preview_run=preview_run)
+    found = await arun_steps(_gather(plan), lambda q: store.asearch(q, emit_event=False))
+    result = _finish(plan, found, now=stamped, started=started, preview_run=preview_run)
     if sink is not None:
         deliver([sink], result.event)  # a sink runs on the caller's thread, as in the sync twin
     elif isinstance(store, EventLogStore):

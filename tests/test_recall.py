@@ -433,9 +433,47 @@ def test_the_hits_search_keeps_places_only_for_taken_records_sharing_a_word(
 
     monkeypatch.setattr(store, "search", counted)
     result = assemble_recall(store, DANA, "an espresso, please", max_hits=3)
-    assert limits == [3 + 1], "one taken profile record shares a word with the message: one place kept"
+    assert limits == [3 + 1], "one admitted profile record shares a word with the message: one place kept"
     assert "The office espresso machine is on floor 3." in result.block
     assert {hit.record.content for hit in result.hits} == {
         "Dana takes her espresso with no milk.",
         "The office espresso machine is on floor 3.",
     }, "the same hits a longer page would give: only these two share a word"
+
+
+def hits_limits(store: BaseMemoryStore, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The limits of the keyword searches a recall makes from now on."""
+    limits: list[int] = []
+    search = store.search
+
+    def counted(query: Any, **options: Any) -> Any:
+        if isinstance(query, MemorySearchQuery) and query.query is not None:
+            limits.append(query.limit)
+        return search(query, **options)
+
+    monkeypatch.setattr(store, "search", counted)
+    return limits
+
+
+def test_a_deferred_profile_record_takes_one_of_the_hit_places(
+    store: BaseMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deferred = store.write([rec("Dana lives in Lisbon, Lisbon, Lisbon " + "o" * 150, kind="profile", key="home")])[0]
+    admitted = store.write([rec("p-new " + "n" * 150, kind="profile", key="b")])[0]  # the slice holds only this
+    store.write([rec(f"Lisbon note {n}.") for n in range(4)])
+    limits = hits_limits(store, monkeypatch)
+    result = assemble_recall(store, DANA, "Lisbon", budget_chars=2000, profile_budget_ratio=0.15, max_hits=2)
+    assert limits == [2], "the admitted profile record shares no word: no place kept"
+    assert result.report.tiers == {"profile": 1, "pinned": 0, "hits": 2, "recent": 0}
+    assert result.report.record_ids == [admitted.id, *(hit.record.id for hit in result.hits[:2])]
+    assert result.hits[0].record.id == deferred.id, "the best match: back as a hit, in one of the two places"
+
+
+def test_when_the_slice_may_not_fit_the_room_every_profile_record_holds_a_place(
+    store: BaseMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.write([rec(f"Dana's Lisbon profile note {n}.", kind="profile") for n in range(3)])
+    store.write([rec("Lisbon weather is mild.")])
+    limits = hits_limits(store, monkeypatch)
+    assemble_recall(store, DANA, "Lisbon", budget_chars=1000, profile_budget_ratio=1.0, max_hits=2)
+    assert limits == [2 + 3], "which profile records go in is known only at layout"
