@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -273,6 +275,45 @@ def record_from_row(row: Mapping[str, Any], from_db_time: Callable[[Any], dateti
         raise MemoryCorruptionError(
             record_id, _raw(row), f"{type(exc).__name__}: {exc}", scope=_row_scope(row)
         ) from None
+
+
+RECORD_CACHE_SIZE = 4096
+"""Records a store keeps built (a few megabytes)."""
+
+
+class RecordCache:
+    """A store's records built from rows (:func:`record_from_row`), the most recently read kept,
+    keyed by the whole row — every column, so a record that changed is a new row and is
+    built again. A row read again is not validated again: a tenant's shared records come
+    back in every user's recall, and a recall's profile records among its hits.
+    Records are frozen and shared, as the in-memory store shares its own. A row that
+    fails to validate is never kept (it raises each time it is read)."""
+
+    def __init__(self, from_db_time: Callable[[Any], datetime], size: int = RECORD_CACHE_SIZE) -> None:
+        self._from_db_time = from_db_time
+        self._size = size
+        self._records: OrderedDict[tuple[Any, ...], MemoryRecord] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __call__(self, row: Mapping[str, Any]) -> MemoryRecord:
+        key = tuple(row.items())
+        try:
+            with self._lock:
+                found = self._records.get(key)
+                if found is not None:
+                    self._records.move_to_end(key)
+                    return found
+        except TypeError:  # a value the driver gave as a mutable type: built every time
+            return record_from_row(row, self._from_db_time)
+        record = record_from_row(row, self._from_db_time)
+        with self._lock:
+            self._records[key] = record
+            if len(self._records) > self._size:
+                self._records.popitem(last=False)
+        return record
 
 
 def _row_scope(row: Mapping[str, Any]) -> dict[str, str] | None:

@@ -36,6 +36,7 @@ from memory_admin.errors import (
 )
 from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store._sql import (
+    RecordCache,
     Statement,
 )
 from memory_admin.store.base import (
@@ -46,6 +47,7 @@ from memory_admin.store.base import (
 )
 from memory_admin.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION, version_op
 from memory_admin.store.postgres.search import (
+    DIALECT,
     TermFrequencies,
     reindex_op,
     terms_current_op,
@@ -143,6 +145,7 @@ class PostgresMemoryStore(BaseMemoryStore):
         self._closed = False
         self._frequencies = TermFrequencies()
         self._vector_cache = VectorCache()
+        self._records = RecordCache(DIALECT.from_db_time)
         self._pool: ConnectionPool[Any] = ConnectionPool(
             url,
             min_size=min_size,
@@ -280,7 +283,7 @@ class PostgresMemoryStore(BaseMemoryStore):
         a server crash may lose it, never corrupt anything)."""
         self._check_open()
         with self._errors(), (self._event_log_pool() if mode == "append" else self._pool).connection() as conn:
-            session, execute = PostgresSession(self._frequencies, self._vector_cache), _executor(conn)
+            session, execute = PostgresSession(self._frequencies, self._records, self._vector_cache), _executor(conn)
             if mode in ("read", "maintain"):
                 yield session, execute
             elif mode == "snapshot":
@@ -302,7 +305,10 @@ class PostgresMemoryStore(BaseMemoryStore):
         with self._errors():
             pool = await self._async_pool()
             async with pool.connection() as conn:
-                session, execute = PostgresSession(self._frequencies, self._vector_cache), _aexecutor(conn)
+                session, execute = (
+                    PostgresSession(self._frequencies, self._records, self._vector_cache),
+                    _aexecutor(conn),
+                )
                 if mode in ("read", "maintain"):
                     yield session, execute
                 elif mode == "snapshot":

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory_admin.errors import MemoryValidationError
-from memory_admin.records import KINDS, MemoryHit, MemoryRecord
+from memory_admin.records import KINDS, MemoryHit
 from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, scope_json
 from memory_admin.store import ranking
 from memory_admin.store._sql import (
@@ -35,11 +35,11 @@ from memory_admin.store._sql import (
     RECORD_COLUMNS,
     Dialect,
     Op,
+    RecordCache,
     Row,
     Statement,
     pair_token,
     record_filters,
-    record_from_row,
     visible_candidates,
 )
 from memory_admin.store.plan import Candidate, Cursor, SearchPlan, context
@@ -243,10 +243,6 @@ def _any_of(lexemes: Iterable[str]) -> str:
     return "(" + " | ".join(_quote(lex) for lex in lexemes) + ")"
 
 
-def record_of(row: Row) -> MemoryRecord:
-    return record_from_row(row, DIALECT.from_db_time)
-
-
 def _cursor_time(created_us: int) -> datetime:
     try:
         return datetime.fromtimestamp(created_us // 1_000_000, UTC).replace(microsecond=created_us % 1_000_000)
@@ -316,7 +312,7 @@ def scope_ids_op(plan: SearchPlan) -> Op[list[int] | None]:
     return [int(row["scope_id"]) for row in rows] if len(rows) <= ranking.FEW_SCOPES else None
 
 
-def recent_op(plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+def recent_op(plan: SearchPlan, records: RecordCache) -> Op[tuple[list[MemoryHit], Cursor | None]]:
     filters, params = record_filters(DIALECT, plan)
     if plan.cursor is not None:
         filters += " AND (r.created_at, r.seq) < (%s, %s)"
@@ -344,7 +340,7 @@ def recent_op(plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
             "ORDER BY r.created_at DESC, r.seq DESC LIMIT %s",
             [plan.query.scope[TENANT_KEY], *scope_params, *params, plan.limit + 1],
         )
-    hits = [MemoryHit(record=record_of(row)) for row in rows[: plan.limit]]
+    hits = [MemoryHit(record=records(row)) for row in rows[: plan.limit]]
     if len(rows) > plan.limit:
         last = rows[plan.limit - 1]
         return hits, Cursor(created_us=_created_us(last["created_at"]), seq=int(last["seq"]))
@@ -380,7 +376,9 @@ class TermFrequencies:
         return shares
 
 
-def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+def ranked_op(
+    plan: SearchPlan, frequencies: TermFrequencies, records: RecordCache
+) -> Op[tuple[list[MemoryHit], Cursor | None]]:
     """A page of a relevance search (:func:`rank_op`), its records read whole."""
     found = yield from rank_op(plan, frequencies, plan.needed)
     if found is None:
@@ -388,7 +386,7 @@ def ranked_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[M
     search, page = found
     shown = yield from _whole(search, page[plan.offset : plan.offset + plan.limit])
     hits = [
-        MemoryHit(record=record_of(search.records[seq]), score=score, terms=_parts(search.records[seq], plan, search))
+        MemoryHit(record=records(search.records[seq]), score=score, terms=_parts(search.records[seq], plan, search))
         for score, seq in shown
     ]
     return hits, Cursor(offset=plan.offset + plan.limit) if len(page) > plan.offset + plan.limit else None
@@ -663,10 +661,12 @@ def _bm25(weight: float, length: int, average: float) -> float:
     return weight * (ranking.K1 + 1) / (1 + ranking.K1 * (1 - ranking.B + ranking.B * length / average))
 
 
-def list_op(plan: SearchPlan, frequencies: TermFrequencies) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+def list_op(
+    plan: SearchPlan, frequencies: TermFrequencies, records: RecordCache
+) -> Op[tuple[list[MemoryHit], Cursor | None]]:
     if plan.empty:
         return [], None
-    return (yield from ranked_op(plan, frequencies) if plan.ranked else recent_op(plan))
+    return (yield from ranked_op(plan, frequencies, records) if plan.ranked else recent_op(plan, records))
 
 
 def count_op(plan: SearchPlan) -> Op[ScopeCounts]:

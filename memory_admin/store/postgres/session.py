@@ -15,6 +15,7 @@ from memory_admin.scope import TENANT_KEY, Scope, scope_json
 from memory_admin.store._sql import (
     RECORD_COLUMNS,
     Op,
+    RecordCache,
     SqlSession,
     Statement,
     event_row,
@@ -37,7 +38,6 @@ from memory_admin.store.postgres.search import (
     kind_lexeme,
     list_op,
     pair_lexeme,
-    record_of,
     scope_condition,
     scope_ids_op,
     scope_lexeme,
@@ -59,14 +59,14 @@ _INSERT_COLUMNS: tuple[tuple[str, str], ...] = (
 # --- write primitives -----------------------------------------------------------------
 
 
-def fetch_op(ids: Sequence[str], *, lock: bool = False) -> Op[dict[str, MemoryRecord]]:
+def fetch_op(ids: Sequence[str], records: RecordCache, *, lock: bool = False) -> Op[dict[str, MemoryRecord]]:
     if not ids:
         return {}
     sql = RECORD_SELECT + RECORD_FROM + " WHERE r.id = ANY(%s)"
     if lock:
         sql += " ORDER BY r.id FOR UPDATE OF r"
     rows = yield Statement(sql, [list(ids)])
-    return {row["id"]: record_of(row) for row in rows}
+    return {row["id"]: records(row) for row in rows}
 
 
 def lock_scopes_op(scopes: Mapping[str, Scope]) -> Op[dict[str, int]]:
@@ -166,7 +166,9 @@ def import_events_op(events: Sequence[StoredEvent]) -> Op[int]:
     return len(rows)
 
 
-def _lock_rows_op(ids: Sequence[str], slots: Sequence[Slot], scope_ids: Mapping[str, int]) -> Op[list[MemoryRecord]]:
+def _lock_rows_op(
+    ids: Sequence[str], slots: Sequence[Slot], scope_ids: Mapping[str, int], records: RecordCache
+) -> Op[list[MemoryRecord]]:
     """The records with these ids and the live holders of these key slots, locked in id order."""
     keyed = sorted({(scope_ids[scope_json(scope)], kind, key) for scope, kind, key in slots})
     rows = yield Statement(
@@ -181,7 +183,7 @@ def _lock_rows_op(ids: Sequence[str], slots: Sequence[Slot], scope_ids: Mapping[
     )
     # the locked rows' latest versions: a holder invalidated while we waited for its
     # lock is no holder any more
-    return [record_of(row) for row in rows]
+    return list(map(records, rows))
 
 
 class PostgresSession(SqlSession):
@@ -190,8 +192,11 @@ class PostgresSession(SqlSession):
     dialect = DIALECT
     record_select = RECORD_SELECT + RECORD_FROM
 
-    def __init__(self, frequencies: TermFrequencies, vector_cache: VectorCache | None = None) -> None:
+    def __init__(
+        self, frequencies: TermFrequencies, records: RecordCache, vector_cache: VectorCache | None = None
+    ) -> None:
         self._frequencies = frequencies
+        self._records = records
         self.vector_cache = vector_cache
         self._scope_ids: dict[str, int] = {}
 
@@ -223,12 +228,12 @@ class PostgresSession(SqlSession):
         return self._scope_ids
 
     def get_many(self, ids: Sequence[str], *, lock: bool = False) -> Op[dict[str, MemoryRecord]]:
-        return (yield from fetch_op(ids, lock=lock))
+        return (yield from fetch_op(ids, self._records, lock=lock))
 
     def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot], scopes: Sequence[Scope]) -> Op[list[MemoryRecord]]:
         # every scope of the batch is locked first, in one order, before anything is read
         scope_ids = yield from self._locked_scopes({scope_json(s): s for s in scopes})
-        return (yield from _lock_rows_op(ids, slots, scope_ids))
+        return (yield from _lock_rows_op(ids, slots, scope_ids, self._records))
 
     def insert(self, records: Sequence[MemoryRecord]) -> Op[None]:
         scope_ids = yield from self._locked_scopes({scope_json(r.scope): r.scope for r in records})
@@ -260,7 +265,7 @@ class PostgresSession(SqlSession):
         yield Statement("DELETE FROM memory_scopes WHERE scope_id = ANY(%s)", [list(scope_ids)])
 
     def search(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
-        return (yield from list_op(plan, self._frequencies))
+        return (yield from list_op(plan, self._frequencies, self._records))
 
     def keyword_candidates(self, plan: SearchPlan, limit: int) -> Op[list[Candidate]]:
         return (yield from candidates_op(plan, self._frequencies, limit))

@@ -26,10 +26,10 @@ from memory_admin.store._sql import (
     RECORD_COLUMNS,
     Dialect,
     Op,
+    RecordCache,
     Statement,
     filter_tokens,
     record_filters,
-    record_from_row,
     tenant_pair_token,
     visible_candidates,
 )
@@ -210,6 +210,8 @@ class Search:
     def __init__(self, dialect: Dialect) -> None:
         self.d = dialect
         self.terms = TermStatistics()
+        self.records = RecordCache(dialect.from_db_time)
+        """The records this store built last (:class:`~memory_admin.store._sql.RecordCache`)."""
 
     def __call__(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
         if plan.ranked:
@@ -217,7 +219,7 @@ class Search:
         return (yield from self._recent(plan))
 
     def _record(self, row: Any) -> MemoryRecord:
-        return record_from_row(row, self.d.from_db_time)
+        return self.records(row)
 
     def _recent(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
         scopes = yield from Scopes.reached(plan)

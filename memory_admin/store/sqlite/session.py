@@ -22,7 +22,6 @@ from memory_admin.store._sql import (
     SqlSession,
     Statement,
     event_row,
-    record_from_row,
     record_values,
     scope_tokens,
 )
@@ -187,7 +186,7 @@ class SqliteSession(SqlSession):
         return [(f"{column} IN (SELECT value FROM json_each(?))", [ids]) for column in columns]
 
     def _records(self, rows: Iterable[Any]) -> list[MemoryRecord]:
-        return [record_from_row(row, DIALECT.from_db_time) for row in rows]
+        return list(map(self._searcher.records, rows))
 
     def get_many(self, ids: Sequence[str], *, lock: bool = False) -> Op[dict[str, MemoryRecord]]:
         found: dict[str, MemoryRecord] = {}

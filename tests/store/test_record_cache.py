@@ -1,0 +1,100 @@
+"""The record cache of the SQL backends: a row read again is the record built before,
+a changed row is built again, a corrupt one is never kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_admin.errors import MemoryCorruptionError
+from memory_admin.store import SqliteMemoryStore
+from memory_admin.store._sql import RecordCache
+from memory_admin.store.sqlite.session import DIALECT
+
+U1 = {"tenant": "acme", "user": "u1"}
+
+
+def row(n: int, **changes: Any) -> dict[str, Any]:
+    """A stored row as the SQLite backend reads it."""
+    return {
+        "rid": n,
+        "scope": '{"tenant":"acme","user":"u1"}',
+        "id": f"mem_{n}",
+        "kind": "fact",
+        "key": None,
+        "content": f"Fact number {n}.",
+        "tags": None,
+        "created_at": 1_767_600_000_000_000 + n,
+        "updated_at": None,
+        "invalid_at": None,
+        "invalid_reason": None,
+        "superseded_by": None,
+        "supersedes": None,
+        "expires_at": None,
+        "target": None,
+        "payload": None,
+        "supports": None,
+        "observed_at": None,
+        "provenance": '{"source":"test"}',
+        **changes,
+    }
+
+
+def test_a_row_read_again_is_the_record_built_before() -> None:
+    cache = RecordCache(DIALECT.from_db_time)
+    first = cache(row(1))
+    assert cache(row(1)) is first
+    assert first.content == "Fact number 1." and first.scope == U1
+
+
+def test_a_changed_row_is_built_again() -> None:
+    cache = RecordCache(DIALECT.from_db_time)
+    live = cache(row(1))
+    invalidated = cache(row(1, invalid_at=1_767_700_000_000_000, invalid_reason="wrong"))
+    assert live.invalid_at is None
+    assert invalidated.invalid_at is not None and invalidated.invalid_reason == "wrong"
+
+
+def test_the_least_recently_read_leave_first() -> None:
+    cache = RecordCache(DIALECT.from_db_time, size=3)
+    kept = cache(row(1))
+    for n in (2, 3):
+        cache(row(n))
+    cache(row(1))  # read again: now the most recent
+    cache(row(4))  # row 2 leaves
+    assert len(cache) == 3
+    assert cache(row(1)) is kept
+    built = cache(row(2))
+    assert cache(row(2)) is built and len(cache) == 3
+
+
+def test_a_corrupt_row_raises_every_time_and_is_not_kept() -> None:
+    cache = RecordCache(DIALECT.from_db_time)
+    for _ in range(2):
+        with pytest.raises(MemoryCorruptionError):
+            cache(row(1, kind="rumour"))
+    assert len(cache) == 0
+
+
+def test_a_row_with_an_unhashable_value_is_built_every_time() -> None:
+    cache = RecordCache(DIALECT.from_db_time)
+    listed = row(1) | {"vector": [0.25, 0.5]}  # a column a driver gave as a list
+    first, second = cache(listed), cache(listed)
+    assert first == second and first is not second
+    assert len(cache) == 0
+
+
+def test_reads_through_the_store_reflect_an_invalidation(tmp_path: Path) -> None:
+    store = SqliteMemoryStore(tmp_path / "m.sqlite3", persist_events=False)
+    try:
+        record = store.write(
+            [{"scope": U1, "kind": "fact", "content": "Dana drinks tea.", "provenance": {"source": "t"}}]
+        )[0]
+        assert store.get(record.id) is store.get(record.id)
+        store.invalidate(record.id, reason="she switched to coffee")
+        again = store.get(record.id)
+        assert again is not None and again.invalid_reason == "she switched to coffee"
+    finally:
+        store.close()
