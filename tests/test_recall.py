@@ -417,30 +417,6 @@ def test_async_twin_calls_a_given_sink_on_the_callers_thread(store: BaseMemorySt
     assert threads == [threading.get_ident()]
 
 
-def test_the_hits_search_keeps_places_only_for_taken_records_sharing_a_word(
-    store: BaseMemoryStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    profile = [rec(f"Dana's profile note number {n}.", kind="profile") for n in range(12)]
-    profile.append(rec("Dana takes her espresso with no milk.", kind="profile"))
-    store.write([*profile, rec("The office espresso machine is on floor 3."), rec("Lunch is at noon.")])
-    limits: list[int] = []
-    search = store.search
-
-    def counted(query: Any, **options: Any) -> Any:
-        if isinstance(query, MemorySearchQuery) and query.query is not None:
-            limits.append(query.limit)
-        return search(query, **options)
-
-    monkeypatch.setattr(store, "search", counted)
-    result = assemble_recall(store, DANA, "an espresso, please", max_hits=3)
-    assert limits == [3 + 1], "one admitted profile record shares a word with the message: one place kept"
-    assert "The office espresso machine is on floor 3." in result.block
-    assert {hit.record.content for hit in result.hits} == {
-        "Dana takes her espresso with no milk.",
-        "The office espresso machine is on floor 3.",
-    }, "the same hits a longer page would give: only these two share a word"
-
-
 def hits_limits(store: BaseMemoryStore, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The limits of the keyword searches a recall makes from now on."""
     limits: list[int] = []
@@ -453,6 +429,22 @@ def hits_limits(store: BaseMemoryStore, monkeypatch: pytest.MonkeyPatch) -> list
 
     monkeypatch.setattr(store, "search", counted)
     return limits
+
+
+def test_the_hits_search_keeps_places_only_for_taken_records_sharing_a_word(
+    store: BaseMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    profile = [rec(f"Dana's profile note number {n}.", kind="profile") for n in range(12)]
+    profile.append(rec("Dana takes her espresso with no milk.", kind="profile"))
+    store.write([*profile, rec("The office espresso machine is on floor 3."), rec("Lunch is at noon.")])
+    limits = hits_limits(store, monkeypatch)
+    result = assemble_recall(store, DANA, "an espresso, please", max_hits=3)
+    assert limits == [3 + 1], "one admitted profile record shares a word with the message: one place kept"
+    assert "The office espresso machine is on floor 3." in result.block
+    assert {hit.record.content for hit in result.hits} == {
+        "Dana takes her espresso with no milk.",
+        "The office espresso machine is on floor 3.",
+    }, "the same hits a longer page would give: only these two share a word"
 
 
 def test_a_deferred_profile_record_takes_one_of_the_hit_places(
