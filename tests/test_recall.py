@@ -431,7 +431,7 @@ def hits_limits(store: BaseMemoryStore, monkeypatch: pytest.MonkeyPatch) -> list
     return limits
 
 
-def test_the_hits_search_keeps_places_only_for_taken_records_sharing_a_word(
+def test_the_hits_search_keeps_places_only_for_admitted_profile_records_sharing_a_word(
     store: BaseMemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     profile = [rec(f"Dana's profile note number {n}.", kind="profile") for n in range(12)]
