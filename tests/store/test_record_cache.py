@@ -42,11 +42,23 @@ def row(n: int, **changes: Any) -> dict[str, Any]:
     }
 
 
-def test_a_row_read_again_is_the_record_built_before() -> None:
+def test_a_row_is_kept_from_its_second_read() -> None:
     cache = RecordCache(DIALECT.from_db_time)
     first = cache(row(1))
-    assert cache(row(1)) is first
-    assert first.content == "Fact number 1." and first.scope == U1
+    assert len(cache) == 0  # read once: only its hash is remembered
+    second = cache(row(1))
+    assert second is not first and second == first and len(cache) == 1
+    assert cache(row(1)) is second
+    assert second.content == "Fact number 1." and second.scope == U1
+
+
+def test_the_rows_seen_once_are_forgotten_in_bounded_memory() -> None:
+    cache = RecordCache(DIALECT.from_db_time, size=2)
+    for n in range(1, 20):
+        cache(row(n))
+    assert len(cache) == 0 and len(cache._seen) <= 8
+    cache(row(19))  # seen since the last emptying: kept now
+    assert len(cache) == 1
 
 
 def test_a_changed_row_is_built_again() -> None:
@@ -59,15 +71,13 @@ def test_a_changed_row_is_built_again() -> None:
 
 def test_the_least_recently_read_leave_first() -> None:
     cache = RecordCache(DIALECT.from_db_time, size=3)
-    kept = cache(row(1))
-    for n in (2, 3):
-        cache(row(n))
+    kept = [(cache(row(n)), cache(row(n)))[1] for n in (1, 2, 3)]
     cache(row(1))  # read again: now the most recent
-    cache(row(4))  # row 2 leaves
+    cache(row(4))
+    cache(row(4))  # kept: row 2 leaves
     assert len(cache) == 3
-    assert cache(row(1)) is kept
-    built = cache(row(2))
-    assert cache(row(2)) is built and len(cache) == 3
+    assert cache(row(1)) is kept[0] and cache(row(3)) is kept[2]
+    assert cache(row(2)) is not kept[1]
 
 
 def test_a_corrupt_row_raises_every_time_and_is_not_kept() -> None:
@@ -92,7 +102,8 @@ def test_reads_through_the_store_reflect_an_invalidation(tmp_path: Path) -> None
         record = store.write(
             [{"scope": U1, "kind": "fact", "content": "Dana drinks tea.", "provenance": {"source": "t"}}]
         )[0]
-        assert store.get(record.id) is store.get(record.id)
+        store.get(record.id)
+        assert store.get(record.id) is store.get(record.id)  # kept from the second read
         store.invalidate(record.id, reason="she switched to coffee")
         again = store.get(record.id)
         assert again is not None and again.invalid_reason == "she switched to coffee"
