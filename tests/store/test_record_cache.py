@@ -1,5 +1,6 @@
-"""The record cache of the SQL backends: a row read again is the record built before,
-a changed row is built again, a corrupt one is never kept."""
+"""The read caches of the SQL backends: a row read again is the record built before,
+a changed row is built again, a corrupt one is never kept; a scored row read again is
+not tokenized again."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import Any
 import pytest
 
 from memory_admin.errors import MemoryCorruptionError
-from memory_admin.store import SqliteMemoryStore
+from memory_admin.store import SqliteMemoryStore, ranking
 from memory_admin.store._sql import RecordCache
+from memory_admin.store.sqlite.search import Search, _day
 from memory_admin.store.sqlite.session import DIALECT
 
 U1 = {"tenant": "acme", "user": "u1"}
@@ -56,7 +58,7 @@ def test_the_rows_seen_once_are_forgotten_in_bounded_memory() -> None:
     cache = RecordCache(DIALECT.from_db_time, size=2)
     for n in range(1, 20):
         cache(row(n))
-    assert len(cache) == 0 and len(cache._seen) <= 8
+    assert len(cache) == 0 and len(cache._cache._seen) <= 8
     cache(row(19))  # seen since the last emptying: kept now
     assert len(cache) == 1
 
@@ -109,3 +111,19 @@ def test_reads_through_the_store_reflect_an_invalidation(tmp_path: Path) -> None
         assert again is not None and again.invalid_reason == "she switched to coffee"
     finally:
         store.close()
+
+
+def test_a_scored_row_read_again_keeps_its_terms() -> None:
+    search = Search(DIALECT)
+    stated = 1_767_600_000_000_000
+    first = search.record_tokens("Dana drinks tea", '["drinks"]', stated)
+    expected = ranking.record_tokens("Dana drinks tea", ["drinks"], _day(stated // 86_400_000_000))
+    assert list(first) == expected
+    second = search.record_tokens("Dana drinks tea", '["drinks"]', stated)
+    assert second == first and search.record_tokens("Dana drinks tea", '["drinks"]', stated) is second
+    changed = search.record_tokens("Dana drinks coffee", '["drinks"]', stated)
+    assert changed != first
+    assert list(changed) == ranking.record_tokens("Dana drinks coffee", ["drinks"], _day(stated // 86_400_000_000))
+    with pytest.raises(ValueError):
+        search.record_tokens("Dana drinks tea", "[not json", stated)
+    assert len(search.tokens) == 1

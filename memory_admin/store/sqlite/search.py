@@ -26,6 +26,7 @@ from memory_admin.store._sql import (
     RECORD_COLUMNS,
     Dialect,
     Op,
+    ReadAgainCache,
     RecordCache,
     Statement,
     filter_tokens,
@@ -70,6 +71,8 @@ def reading_is_cheaper(frequency: int, docs: int, scope_size: int, unseen: int) 
 
 
 DAY_US = 86_400_000_000
+TOKEN_CACHE_SIZE = 8192
+"""Scored rows whose terms a store keeps (about a megabyte)."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -212,6 +215,18 @@ class Search:
         self.terms = TermStatistics()
         self.records = RecordCache(dialect.from_db_time)
         """The records this store built last (:class:`~memory_admin.store._sql.RecordCache`)."""
+        self.tokens: ReadAgainCache[tuple[str, str | None, int], tuple[str, ...]] = ReadAgainCache(TOKEN_CACHE_SIZE)
+        """The terms of the candidates this store scored last, by (content, tags, day):
+        a tenant's shared records are scored in most of its users' searches."""
+
+    def record_tokens(self, content: str, tags: str | None, stated: int) -> tuple[str, ...]:
+        """A scored row's terms (:func:`~memory_admin.store.ranking.record_tokens`) from its
+        stored columns: ``tags`` as JSON, ``stated`` in microseconds."""
+        day = stated // DAY_US
+        return self.tokens.get(
+            (content, tags, day),
+            lambda: tuple(ranking.record_tokens(content, json.loads(tags) if tags else (), _day(day))),
+        )
 
     def __call__(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
         if plan.ranked:
@@ -373,8 +388,7 @@ class Search:
                 try:
                     if not isinstance(created, int):
                         raise TypeError(created)
-                    listed = json.loads(tags) if tags else ()
-                    tokens = ranking.record_tokens(content, listed, _day(stated // DAY_US))
+                    tokens = self.record_tokens(content, tags, stated)
                 except (ValueError, TypeError, AttributeError, OverflowError, OSError):
                     yield from self._raise_corrupt(rid)
                 parts = ranking.token_contributions(tokens, average, weights)
