@@ -18,7 +18,6 @@ import hashlib
 import json
 import threading
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,6 +36,7 @@ from memory_admin.store.protocol import CorruptionScan, CorruptRecord
 from memory_admin.store.ranking import VISIBLE_ENUMERATION_LIMIT
 from memory_admin.store.vectors import (
     SCAN_CHUNK,
+    LruCache,
     ScopeVectors,
     VectorCache,
     VectorSpace,
@@ -293,7 +293,7 @@ class ReadAgainCache(Generic[K, V]):
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._values: OrderedDict[K, V] = OrderedDict()
+        self._values: LruCache[K, V] = LruCache(size)
         self._seen: set[int] = set()
         self._lock = threading.Lock()
 
@@ -306,11 +306,10 @@ class ReadAgainCache(Generic[K, V]):
             token = hash(key)
         except TypeError:  # a value the driver gave as a mutable type
             return build()
+        found = self._values.get(key)
+        if found is not None:
+            return found
         with self._lock:
-            found = self._values.get(key)
-            if found is not None:
-                self._values.move_to_end(key)
-                return found
             admit = token in self._seen
             if not admit:
                 if len(self._seen) >= 4 * self._size:
@@ -318,10 +317,7 @@ class ReadAgainCache(Generic[K, V]):
                 self._seen.add(token)
         value = build()
         if admit:
-            with self._lock:
-                self._values[key] = value
-                if len(self._values) > self._size:
-                    self._values.popitem(last=False)
+            self._values.put(key, value)
         return value
 
 

@@ -74,6 +74,9 @@ class LruCache(Generic[K, V]):
         self._total = 0
         self._lock = threading.Lock()
 
+    def __len__(self) -> int:
+        return len(self._items)
+
     def get(self, key: K) -> V | None:
         with self._lock:
             value = self._items.get(key)

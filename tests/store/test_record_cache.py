@@ -12,7 +12,7 @@ import pytest
 from memory_admin.errors import MemoryCorruptionError
 from memory_admin.store import SqliteMemoryStore, ranking
 from memory_admin.store._sql import RecordCache
-from memory_admin.store.sqlite.search import Search, _day
+from memory_admin.store.sqlite.search import DAY_US, Search, _day
 from memory_admin.store.sqlite.session import DIALECT
 
 U1 = {"tenant": "acme", "user": "u1"}
@@ -117,13 +117,13 @@ def test_a_scored_row_read_again_keeps_its_terms() -> None:
     search = Search(DIALECT)
     stated = 1_767_600_000_000_000
     first = search.record_tokens("Dana drinks tea", '["drinks"]', stated)
-    expected = ranking.record_tokens("Dana drinks tea", ["drinks"], _day(stated // 86_400_000_000))
+    expected = ranking.record_tokens("Dana drinks tea", ["drinks"], _day(stated // DAY_US))
     assert list(first) == expected
     second = search.record_tokens("Dana drinks tea", '["drinks"]', stated)
     assert second == first and search.record_tokens("Dana drinks tea", '["drinks"]', stated) is second
     changed = search.record_tokens("Dana drinks coffee", '["drinks"]', stated)
     assert changed != first
-    assert list(changed) == ranking.record_tokens("Dana drinks coffee", ["drinks"], _day(stated // 86_400_000_000))
+    assert list(changed) == ranking.record_tokens("Dana drinks coffee", ["drinks"], _day(stated // DAY_US))
     with pytest.raises(ValueError):
         search.record_tokens("Dana drinks tea", "[not json", stated)
     assert len(search.tokens) == 1
