@@ -39,6 +39,7 @@ record that went in and every one deferred.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping
@@ -53,7 +54,7 @@ from memory_admin.records import MemoryHit, MemoryRecord, MemorySearchQuery, utc
 from memory_admin.scope import AGENT_KEY, Scope, ScopeMatch, canonical_scope
 from memory_admin.steps import arun_steps, run_steps
 from memory_admin.store.protocol import EventLogStore, MemoryStore
-from memory_admin.store.ranking import record_terms
+from memory_admin.store.ranking import record_tokens
 from memory_admin.tokenize import unique_tokens
 
 DEFAULT_BUDGET_CHARS = 4000
@@ -185,14 +186,15 @@ def clip_query(text: str, limit: int = RECALL_QUERY_CHARS) -> tuple[str, bool]:
 
 
 def _inline(content: str) -> str:
-    return _DELIMITER.sub(r"‹\1\2", " ".join(content.split()))
+    flat = " ".join(content.split())
+    return _DELIMITER.sub(r"‹\1\2", flat) if "<" in flat else flat
 
 
 def render_entry(record: MemoryRecord, *, show_ids: bool = True) -> str:
     """One record as a block line: ``- [2026-01-05 preference mem_…] content``, dated when
     the fact was stated (its write time, unless it was imported from an earlier talk)."""
     ref = f" {record.id}" if show_ids else ""
-    return f"- [{record.observed_at:%Y-%m-%d} {record.kind}{ref}] {_inline(record.content)}\n"
+    return f"- [{record.observed_at.date().isoformat()} {record.kind}{ref}] {_inline(record.content)}\n"
 
 
 def entry_chars(record: MemoryRecord, *, show_ids: bool = True) -> int:
@@ -392,10 +394,16 @@ class _Candidates:
 _Steps = Generator[MemorySearchQuery, list[MemoryHit], _Candidates]
 
 
+@functools.lru_cache(maxsize=1024)
+def _term_set(content: str, tags: tuple[str, ...], stated: datetime) -> frozenset[str]:
+    # a user's profile records are asked about in each of their recalls
+    return frozenset(record_tokens(content, tags, stated))
+
+
 def shares_term(record: MemoryRecord, terms: frozenset[str]) -> bool:
     """Whether ``record`` holds one of these match terms (its content, tags and stated
     day, as keyword search matches it)."""
-    return not terms.isdisjoint(record_terms(record.content, record.tags, record.observed_at))
+    return not terms.isdisjoint(_term_set(record.content, record.tags, record.observed_at))
 
 
 def _gather(plan: _Plan) -> _Steps:

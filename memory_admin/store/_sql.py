@@ -345,6 +345,14 @@ class RecordCache:
         key = (*row.keys(), *row.values())  # one tuple, not one per column
         return self._cache.get(key, lambda: record_from_row(row, self._from_db_time))
 
+    def from_values(
+        self, values: tuple[Any, ...], mapping: Callable[[tuple[Any, ...]], Mapping[str, Any]]
+    ) -> MemoryRecord:
+        """The record of a row read as a plain tuple (``mapping`` names its columns): the
+        tuple is the key, so a row read again is neither named nor built. Only rows of
+        one select may come here (a tuple carries no column names)."""
+        return self._cache.get(values, lambda: record_from_row(mapping(values), self._from_db_time))
+
 
 def _row_scope(row: Mapping[str, Any]) -> dict[str, str] | None:
     """The scope of a row that may be corrupt, canonical, when its JSON still makes a

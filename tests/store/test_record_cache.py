@@ -127,3 +127,24 @@ def test_a_scored_row_read_again_keeps_its_terms() -> None:
     with pytest.raises(ValueError):
         search.record_tokens("Dana drinks tea", "[not json", stated)
     assert len(search.tokens) == 1
+
+
+def test_searches_build_a_row_read_again_once_and_see_it_change(tmp_path: Path) -> None:
+    store = SqliteMemoryStore(tmp_path / "m.sqlite3", persist_events=False)
+    try:
+        record = store.write(
+            [{"scope": U1, "kind": "fact", "content": "Dana drinks tea.", "provenance": {"source": "t"}}]
+        )[0]
+        listing = {"scope": U1, "limit": 10, "include_invalidated": True}
+        ranked = {"scope": U1, "query": "tea", "limit": 10, "include_invalidated": True}
+        [first] = store.search(listing)
+        [kept] = store.search(ranked)  # the same row, read by the other kind of search: kept now
+        assert kept.record == first.record and kept.record is not first.record
+        assert store.search(listing)[0].record is kept.record
+        assert store.search(ranked)[0].record is kept.record
+        store.invalidate(record.id, reason="she switched to coffee")
+        for query in (listing, ranked):
+            [hit] = store.search(query)
+            assert hit.record.invalid_reason == "she switched to coffee"
+    finally:
+        store.close()

@@ -47,6 +47,9 @@ RECORD_SELECT = (
     + ") AS provenance"
 )
 RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id"
+RECORD_NAMES = ("rid", "scope", *(c for c in RECORD_COLUMNS if c != "provenance"), "provenance")
+"""The columns of :data:`RECORD_SELECT`, in order."""
+_RID, _CREATED = RECORD_NAMES.index("rid"), RECORD_NAMES.index("created_at")
 DF_SAMPLE = 2000
 """Document frequencies above this are estimated from how far back the newest matches reach."""
 _SCORED_COLUMNS = (
@@ -236,6 +239,16 @@ class Search:
     def _record(self, row: Any) -> MemoryRecord:
         return self.records(row)
 
+    def _named(self, values: tuple[Any, ...]) -> dict[str, Any]:
+        row = dict(zip(RECORD_NAMES, values, strict=True))
+        row["id"] = self.d.id_text(row["id"])
+        return row
+
+    def _records(self, rows: Iterable[tuple[Any, ...]]) -> list[MemoryRecord]:
+        """The records of raw :data:`RECORD_SELECT` rows (a row read again is looked up as
+        it came, not named or built: a recall reads a user's profile records each time)."""
+        return [self.records.from_values(row, self._named) for row in rows]
+
     def _recent(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
         scopes = yield from Scopes.reached(plan)
         matching = sum(n for _, n in scopes)
@@ -278,11 +291,11 @@ class Search:
                 + f" WHERE r.scope_id IN (SELECT value FROM json_each(?)) AND {filters} {order}"
             )
             args = [json_list(sid for sid, _ in scopes), *params]
-        rows = yield Statement(sql, [*args, plan.limit + 1])
-        hits = [MemoryHit(record=self._record(row)) for row in rows[: plan.limit]]
+        rows = yield Statement(sql, [*args, plan.limit + 1], raw=True)
+        hits = [MemoryHit(record=record) for record in self._records(rows[: plan.limit])]
         if len(rows) > plan.limit:
             last = rows[plan.limit - 1]
-            return hits, Cursor(created_us=int(last["created_at"]), seq=int(last["rid"]))
+            return hits, Cursor(created_us=int(last[_CREATED]), seq=int(last[_RID]))
         return hits, None
 
     @staticmethod
@@ -321,9 +334,10 @@ class Search:
         rows = yield Statement(
             RECORD_SELECT + RECORD_FROM + " WHERE r.rid IN (SELECT value FROM json_each(?))",
             [json_list(rid for _, _, rid in page)],
+            raw=True,
         )
-        by_rid = {row["rid"]: row for row in rows}
-        hits = [MemoryHit(record=self._record(by_rid[rid]), score=value, terms=held[rid][1]) for value, _, rid in page]
+        by_rid = {row[_RID]: record for row, record in zip(rows, self._records(rows), strict=True)}
+        hits = [MemoryHit(record=by_rid[rid], score=value, terms=held[rid][1]) for value, _, rid in page]
         more = len(ranked) > plan.offset + plan.limit
         return hits, Cursor(offset=plan.offset + plan.limit) if more else None
 
