@@ -39,7 +39,6 @@ record that went in and every one deferred.
 from __future__ import annotations
 
 import asyncio
-import functools
 import re
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping
@@ -394,16 +393,10 @@ class _Candidates:
 _Steps = Generator[MemorySearchQuery, list[MemoryHit], _Candidates]
 
 
-@functools.lru_cache(maxsize=1024)
-def _term_set(content: str, tags: tuple[str, ...], stated: datetime) -> frozenset[str]:
-    # a user's profile records are asked about in each of their recalls
-    return frozenset(record_tokens(content, tags, stated))
-
-
 def shares_term(record: MemoryRecord, terms: frozenset[str]) -> bool:
     """Whether ``record`` holds one of these match terms (its content, tags and stated
     day, as keyword search matches it)."""
-    return not terms.isdisjoint(_term_set(record.content, record.tags, record.observed_at))
+    return not terms.isdisjoint(record_tokens(record.content, record.tags, record.observed_at))
 
 
 def _gather(plan: _Plan) -> _Steps:

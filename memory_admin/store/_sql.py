@@ -300,6 +300,11 @@ class ReadAgainCache(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._values)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+            self._seen.clear()
+
     def get(self, key: K, build: Callable[[], V]) -> V:
         """The value kept for ``key``, else ``build()`` (kept if ``key`` was read before)."""
         try:
@@ -340,6 +345,9 @@ class RecordCache:
 
     def __len__(self) -> int:
         return len(self._cache)
+
+    def clear(self) -> None:
+        self._cache.clear()
 
     def __call__(self, row: Mapping[str, Any]) -> MemoryRecord:
         key = (*row.keys(), *row.values())  # one tuple, not one per column

@@ -342,12 +342,19 @@ class StoreCore(ABC):
             raise MemoryEmbedderMismatchError(stored.model_id, mine.model_id)
         return stored
 
-    def _scrub(self, what: str, report: ErasureReport | None = None) -> Flow[None]:
-        """After forgetting: no forgotten vector left in this process's memory, and no
-        forgotten byte in the store's files within :data:`SCRUB_WAIT_S`, else
-        :class:`MemoryScrubPendingError` (the forgetting stands)."""
+    def _forget_reads(self) -> None:
+        """Drop what this store object keeps of what it read — vectors, query embeddings,
+        and a backend's records and terms — so no copy of forgotten data outlives a
+        forgetting in this process's memory."""
+        self._query_vectors.clear()
         if self._vector_cache is not None:
             self._vector_cache.clear()
+
+    def _scrub(self, what: str, report: ErasureReport | None = None) -> Flow[None]:
+        """After forgetting: nothing forgotten left in what this store keeps in memory
+        (:meth:`_forget_reads`), and no forgotten byte in the store's files within
+        :data:`SCRUB_WAIT_S`, else :class:`MemoryScrubPendingError` (the forgetting stands)."""
+        self._forget_reads()
         done: bool = yield Unit("maintain", lambda s: s.scrub(SCRUB_WAIT_S))
         if not done:
             raise MemoryScrubPendingError(what, report=report)

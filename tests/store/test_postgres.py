@@ -245,6 +245,19 @@ def test_find_corrupt_and_sweep_expired(postgres_url: str) -> None:
         assert store.get(gone.id) is None and store.get(kept.id) is not None
 
 
+def test_a_forgetting_drops_the_records_built_in_this_process(postgres_url: str) -> None:
+    with PostgresMemoryStore(postgres_url) as store:
+        gone, _ = store.write([rec("Dana drinks tea"), rec("Mei drinks tea")])
+        for _ in range(3):
+            store.search({"scope": U1, "query": "tea", "limit": 10})
+        assert len(store._records) == 2
+        store.delete(gone.id)
+        assert len(store._records) == 0
+        assert [hit.record.content for hit in store.search({"scope": U1, "query": "tea", "limit": 10})] == [
+            "Mei drinks tea"
+        ]
+
+
 def test_user_text_cannot_spell_a_hidden_lexeme(postgres_url: str) -> None:
     with PostgresMemoryStore(postgres_url) as store:
         store.write([rec("plain note", {**U1, "agent": "planner"}, kind="episode")])

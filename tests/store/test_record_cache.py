@@ -148,3 +148,26 @@ def test_searches_build_a_row_read_again_once_and_see_it_change(tmp_path: Path) 
             assert hit.record.invalid_reason == "she switched to coffee"
     finally:
         store.close()
+
+
+def test_a_forgetting_drops_what_the_store_kept_of_its_reads(tmp_path: Path) -> None:
+    store = SqliteMemoryStore(tmp_path / "m.sqlite3", persist_events=False)
+    try:
+        dana, _ = store.write(
+            [
+                {"scope": U1, "kind": "fact", "content": "Dana drinks tea.", "provenance": {"source": "t"}},
+                {"scope": U1, "kind": "fact", "content": "Mei drinks tea.", "provenance": {"source": "t"}},
+            ]
+        )
+        for _ in range(3):
+            store.search({"scope": U1, "query": "dana tea", "limit": 10})
+            store.search({"scope": U1, "limit": 10})
+        kept = store._searcher
+        assert len(kept.records) == 2 and len(kept.tokens) == 2 and "dana" in kept.terms._df
+        store.delete(dana.id)
+        assert len(kept.records) == 0 and len(kept.tokens) == 0 and kept.terms._df == {}
+        assert [hit.record.content for hit in store.search({"scope": U1, "query": "dana tea", "limit": 10})] == [
+            "Mei drinks tea."
+        ]
+    finally:
+        store.close()

@@ -281,7 +281,9 @@ class PostgresSession(SqlSession):
 
     def scrub(self, wait: float) -> Op[bool]:
         # a deleted row's bytes stay in the heap until VACUUM FULL, which no online
-        # operation may run: the operator's procedure is in docs/privacy.md
+        # operation may run: the operator's procedure is in docs/privacy.md. The
+        # records this process built go now.
+        self._records.clear()
         return True
         yield  # pragma: no cover - makes this an op
 

@@ -159,8 +159,10 @@ class TermStatistics:
         self._at = 0.0
 
     def reset(self) -> None:
+        """Forget the statistics (the frequencies name the words searched for)."""
         with self._lock:
             self._mark = -1
+            self._df.clear()
 
     def statistics(self, tokens: Sequence[str]) -> Op[tuple[int, float, dict[str, int]]]:
         top = int((yield Statement("SELECT coalesce(max(rid), 0) FROM memory_records", raw=True))[0][0])
@@ -221,6 +223,12 @@ class Search:
         self.tokens: ReadAgainCache[tuple[str, str | None, int], tuple[str, ...]] = ReadAgainCache(TOKEN_CACHE_SIZE)
         """The terms of the candidates this store scored last, by (content, tags, day):
         a tenant's shared records are scored in most of its users' searches."""
+
+    def forget(self) -> None:
+        """Drop every record, term and statistic kept from earlier reads (after a forgetting)."""
+        self.records.clear()
+        self.tokens.clear()
+        self.terms.reset()
 
     def record_tokens(self, content: str, tags: str | None, stated: int) -> tuple[str, ...]:
         """A scored row's terms (:func:`~memory_admin.store.ranking.record_tokens`) from its

@@ -436,8 +436,9 @@ class SqliteSession(SqlSession):
 
     def scrub(self, wait: float) -> Op[bool]:
         """Checkpoint and truncate the WAL so no frame keeps forgotten content; a reader
-        holding an older snapshot keeps the checkpoint from finishing."""
-        self._searcher.terms.reset()
+        holding an older snapshot keeps the checkpoint from finishing. What the store
+        keeps of its reads goes first."""
+        self._searcher.forget()
         deadline = time.monotonic() + wait
         # a checkpoint waits for readers through the busy handler: bound each try by ``wait``
         yield Statement(f"PRAGMA busy_timeout = {max(1, int(wait * 1000))}", raw=True)
