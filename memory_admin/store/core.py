@@ -343,9 +343,9 @@ class StoreCore(ABC):
         return stored
 
     def _forget_reads(self) -> None:
-        """Drop what this store object keeps of what it read — vectors, query embeddings,
-        and a backend's records and terms — so no copy of forgotten data outlives a
-        forgetting in this process's memory."""
+        """Drop what this store object keeps of what it read — vectors and query
+        embeddings here, a backend's records and terms in its override — so no copy of
+        forgotten data outlives a forgetting in this process's memory."""
         self._query_vectors.clear()
         if self._vector_cache is not None:
             self._vector_cache.clear()

@@ -4,6 +4,7 @@ not tokenized again."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,12 @@ from memory_admin.store.sqlite.search import DAY_US, Search, _day
 from memory_admin.store.sqlite.session import DIALECT
 
 U1 = {"tenant": "acme", "user": "u1"}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteMemoryStore]:
+    with SqliteMemoryStore(tmp_path / "m.sqlite3", persist_events=False) as opened:
+        yield opened
 
 
 def row(n: int, **changes: Any) -> dict[str, Any]:
@@ -98,19 +105,15 @@ def test_a_row_with_an_unhashable_value_is_built_every_time() -> None:
     assert len(cache) == 0
 
 
-def test_reads_through_the_store_reflect_an_invalidation(tmp_path: Path) -> None:
-    store = SqliteMemoryStore(tmp_path / "m.sqlite3", persist_events=False)
-    try:
-        record = store.write(
-            [{"scope": U1, "kind": "fact", "content": "Dana drinks tea.", "provenance": {"source": "t"}}]
-        )[0]
-        store.get(record.id)
-        assert store.get(record.id) is store.get(record.id)  # kept from the second read
-        store.invalidate(record.id, reason="she switched to coffee")
-        again = store.get(record.id)
-        assert again is not None and again.invalid_reason == "she switched to coffee"
-    finally:
-        store.close()
+def test_reads_through_the_store_reflect_an_invalidation(store: SqliteMemoryStore) -> None:
+    record = store.write([{"scope": U1, "kind": "fact", "content": "Dana drinks tea.", "provenance": {"source": "t"}}])[
+        0
+    ]
+    store.get(record.id)
+    assert store.get(record.id) is store.get(record.id)  # kept from the second read
+    store.invalidate(record.id, reason="she switched to coffee")
+    again = store.get(record.id)
+    assert again is not None and again.invalid_reason == "she switched to coffee"
 
 
 def test_a_scored_row_read_again_keeps_its_terms() -> None:
@@ -129,45 +132,37 @@ def test_a_scored_row_read_again_keeps_its_terms() -> None:
     assert len(search.tokens) == 1
 
 
-def test_searches_build_a_row_read_again_once_and_see_it_change(tmp_path: Path) -> None:
-    store = SqliteMemoryStore(tmp_path / "m.sqlite3", persist_events=False)
-    try:
-        record = store.write(
-            [{"scope": U1, "kind": "fact", "content": "Dana drinks tea.", "provenance": {"source": "t"}}]
-        )[0]
-        listing = {"scope": U1, "limit": 10, "include_invalidated": True}
-        ranked = {"scope": U1, "query": "tea", "limit": 10, "include_invalidated": True}
-        [first] = store.search(listing)
-        [kept] = store.search(ranked)  # the same row, read by the other kind of search: kept now
-        assert kept.record == first.record and kept.record is not first.record
-        assert store.search(listing)[0].record is kept.record
-        assert store.search(ranked)[0].record is kept.record
-        store.invalidate(record.id, reason="she switched to coffee")
-        for query in (listing, ranked):
-            [hit] = store.search(query)
-            assert hit.record.invalid_reason == "she switched to coffee"
-    finally:
-        store.close()
+def test_searches_build_a_row_read_again_once_and_see_it_change(store: SqliteMemoryStore) -> None:
+    record = store.write([{"scope": U1, "kind": "fact", "content": "Dana drinks tea.", "provenance": {"source": "t"}}])[
+        0
+    ]
+    listing = {"scope": U1, "limit": 10, "include_invalidated": True}
+    ranked = {"scope": U1, "query": "tea", "limit": 10, "include_invalidated": True}
+    [first] = store.search(listing)
+    [kept] = store.search(ranked)  # the same row, read by the other kind of search: kept now
+    assert kept.record == first.record and kept.record is not first.record
+    assert store.search(listing)[0].record is kept.record
+    assert store.search(ranked)[0].record is kept.record
+    store.invalidate(record.id, reason="she switched to coffee")
+    for query in (listing, ranked):
+        [hit] = store.search(query)
+        assert hit.record.invalid_reason == "she switched to coffee"
 
 
-def test_a_forgetting_drops_what_the_store_kept_of_its_reads(tmp_path: Path) -> None:
-    store = SqliteMemoryStore(tmp_path / "m.sqlite3", persist_events=False)
-    try:
-        dana, _ = store.write(
-            [
-                {"scope": U1, "kind": "fact", "content": "Dana drinks tea.", "provenance": {"source": "t"}},
-                {"scope": U1, "kind": "fact", "content": "Mei drinks tea.", "provenance": {"source": "t"}},
-            ]
-        )
-        for _ in range(3):
-            store.search({"scope": U1, "query": "dana tea", "limit": 10})
-            store.search({"scope": U1, "limit": 10})
-        kept = store._searcher
-        assert len(kept.records) == 2 and len(kept.tokens) == 2 and "dana" in kept.terms._df
-        store.delete(dana.id)
-        assert len(kept.records) == 0 and len(kept.tokens) == 0 and kept.terms._df == {}
-        assert [hit.record.content for hit in store.search({"scope": U1, "query": "dana tea", "limit": 10})] == [
-            "Mei drinks tea."
+def test_a_forgetting_drops_what_the_store_kept_of_its_reads(store: SqliteMemoryStore) -> None:
+    dana, _ = store.write(
+        [
+            {"scope": U1, "kind": "fact", "content": "Dana drinks tea.", "provenance": {"source": "t"}},
+            {"scope": U1, "kind": "fact", "content": "Mei drinks tea.", "provenance": {"source": "t"}},
         ]
-    finally:
-        store.close()
+    )
+    for _ in range(3):
+        store.search({"scope": U1, "query": "dana tea", "limit": 10})
+        store.search({"scope": U1, "limit": 10})
+    kept = store._searcher
+    assert len(kept.records) == 2 and len(kept.tokens) == 2 and "dana" in kept.terms._df
+    store.delete(dana.id)
+    assert len(kept.records) == 0 and len(kept.tokens) == 0 and kept.terms._df == {}
+    assert [hit.record.content for hit in store.search({"scope": U1, "query": "dana tea", "limit": 10})] == [
+        "Mei drinks tea."
+    ]

@@ -334,6 +334,10 @@ class PostgresMemoryStore(BaseMemoryStore):
     def _event_log_key(self) -> str:
         return f"postgres:{self._conninfo}"
 
+    def _forget_reads(self) -> None:
+        super()._forget_reads()
+        self._records.clear()
+
     def _release(self) -> None:
         """Close the pools: the agents', the event log's and each loop's. Async pools are
         closed on their loop when it is idle or running elsewhere; prefer :meth:`aclose`

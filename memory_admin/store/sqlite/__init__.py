@@ -192,6 +192,10 @@ class SqliteMemoryStore(BaseMemoryStore):
     def _event_log_key(self) -> str:
         return f"sqlite:{os.path.abspath(self.path)}"
 
+    def _forget_reads(self) -> None:
+        super()._forget_reads()
+        self._searcher.forget()
+
     def _release(self) -> None:
         self._closed = True
         with self._all_lock:

@@ -244,17 +244,15 @@ class Search:
             return (yield from self._ranked(plan))
         return (yield from self._recent(plan))
 
-    def _record(self, row: Any) -> MemoryRecord:
-        return self.records(row)
-
     def _named(self, values: tuple[Any, ...]) -> dict[str, Any]:
         row = dict(zip(RECORD_NAMES, values, strict=True))
         row["id"] = self.d.id_text(row["id"])
         return row
 
-    def _records(self, rows: Iterable[tuple[Any, ...]]) -> list[MemoryRecord]:
-        """The records of raw :data:`RECORD_SELECT` rows (a row read again is looked up as
-        it came, not named or built: a recall reads a user's profile records each time)."""
+    def read_records(self, rows: Iterable[tuple[Any, ...]]) -> list[MemoryRecord]:
+        """The records of raw :data:`RECORD_SELECT` rows, however they were read (a row
+        read again is looked up as it came, not named or built: a recall reads a user's
+        profile records each time)."""
         return [self.records.from_values(row, self._named) for row in rows]
 
     def _recent(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
@@ -300,7 +298,7 @@ class Search:
             )
             args = [json_list(sid for sid, _ in scopes), *params]
         rows = yield Statement(sql, [*args, plan.limit + 1], raw=True)
-        hits = [MemoryHit(record=record) for record in self._records(rows[: plan.limit])]
+        hits = [MemoryHit(record=record) for record in self.read_records(rows[: plan.limit])]
         if len(rows) > plan.limit:
             last = rows[plan.limit - 1]
             return hits, Cursor(created_us=int(last[_CREATED]), seq=int(last[_RID]))
@@ -329,8 +327,8 @@ class Search:
         return expression, sum(n for _, n in scopes)
 
     def _raise_corrupt(self, rid: int) -> Op[NoReturn]:
-        rows = yield Statement(RECORD_SELECT + RECORD_FROM + " WHERE r.rid = ?", [rid])
-        self._record(rows[0])  # raises MemoryCorruptionError with the raw row
+        rows = yield Statement(RECORD_SELECT + RECORD_FROM + " WHERE r.rid = ?", [rid], raw=True)
+        self.read_records(rows)  # raises MemoryCorruptionError with the raw row
         raise MemoryStoreError(f"row {rid} failed to index but validates; run PRAGMA integrity_check")
 
     def _ranked(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
@@ -344,7 +342,7 @@ class Search:
             [json_list(rid for _, _, rid in page)],
             raw=True,
         )
-        by_rid = {row[_RID]: record for row, record in zip(rows, self._records(rows), strict=True)}
+        by_rid = {row[_RID]: record for row, record in zip(rows, self.read_records(rows), strict=True)}
         hits = [MemoryHit(record=by_rid[rid], score=value, terms=held[rid][1]) for value, _, rid in page]
         more = len(ranked) > plan.offset + plan.limit
         return hits, Cursor(offset=plan.offset + plan.limit) if more else None

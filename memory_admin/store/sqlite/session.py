@@ -185,18 +185,15 @@ class SqliteSession(SqlSession):
         ids = json_list(sid for sid, _ in scopes)
         return [(f"{column} IN (SELECT value FROM json_each(?))", [ids]) for column in columns]
 
-    def _records(self, rows: Iterable[Any]) -> list[MemoryRecord]:
-        return list(map(self._searcher.records, rows))
-
     def get_many(self, ids: Sequence[str], *, lock: bool = False) -> Op[dict[str, MemoryRecord]]:
         found: dict[str, MemoryRecord] = {}
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" * len(chunk))  # JSON cannot carry the binary form of an id
             rows = yield Statement(
-                RECORD_SELECT + RECORD_FROM + f" WHERE r.id IN ({marks})", [id_key(i) for i in chunk]
+                RECORD_SELECT + RECORD_FROM + f" WHERE r.id IN ({marks})", [id_key(i) for i in chunk], raw=True
             )
-            found.update((record.id, record) for record in self._records(rows))
+            found.update((record.id, record) for record in self._searcher.read_records(rows))
         return found
 
     def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot], scopes: Sequence[Scope]) -> Op[list[MemoryRecord]]:
@@ -206,8 +203,9 @@ class SqliteSession(SqlSession):
                 RECORD_SELECT + RECORD_FROM + " WHERE s.scope = ? AND r.kind = ? AND r.key = ? "
                 "AND r.invalid_at IS NULL LIMIT 1",
                 [scope, kind, key],
+                raw=True,
             )
-            found.update((record.id, record) for record in self._records(rows))
+            found.update((record.id, record) for record in self._searcher.read_records(rows))
         return list(found.values())
 
     def _scope_ids(self, scopes: dict[str, Scope]) -> Op[dict[str, int]]:
@@ -436,9 +434,7 @@ class SqliteSession(SqlSession):
 
     def scrub(self, wait: float) -> Op[bool]:
         """Checkpoint and truncate the WAL so no frame keeps forgotten content; a reader
-        holding an older snapshot keeps the checkpoint from finishing. What the store
-        keeps of its reads goes first."""
-        self._searcher.forget()
+        holding an older snapshot keeps the checkpoint from finishing."""
         deadline = time.monotonic() + wait
         # a checkpoint waits for readers through the busy handler: bound each try by ``wait``
         yield Statement(f"PRAGMA busy_timeout = {max(1, int(wait * 1000))}", raw=True)
