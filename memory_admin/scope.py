@@ -17,6 +17,12 @@ Two ways a filter matches a record's scope:
 
 The reserved ``agent`` key partitions memory between agents: a record is visible to
 agent ``me`` when its scope has no ``agent`` key or ``agent == me``.
+
+This module is the one home of those rules: the predicates (:func:`is_subset_match`,
+:func:`is_visible_match`, :func:`visible_to_agent`), the scopes a visible-match viewer
+sees (:func:`visible_scopes`, which the SQL backends turn into their index lookups) and
+the read view of an agent bound to a scope (:func:`read_view`, recall's and the
+toolbox's).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from functools import lru_cache
+from itertools import combinations
 from typing import Literal
 
 from memory_admin.errors import MemoryValidationError
@@ -38,6 +45,8 @@ AGENT_KEY = "agent"
 MAX_SCOPE_PAIRS = 16
 MAX_SCOPE_KEY_CHARS = 64
 MAX_SCOPE_VALUE_CHARS = 200
+VISIBLE_ENUMERATION_LIMIT = 12
+"""Pairs a visible-match viewer may hold: 2^11 scopes it can see at most."""
 
 _KEY_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
 
@@ -207,3 +216,42 @@ def visible_to_agent(record_scope: Mapping[str, str], agent: str | None) -> bool
         return True
     owner = record_scope.get(AGENT_KEY)
     return owner is None or owner == agent
+
+
+def visible_scopes(viewer: Mapping[str, str], agent: str | None) -> list[Scope]:
+    """Every scope a viewer sees under visible match, canonical: the tenant plus any
+    subset of the viewer's other pairs, the agent convention applied. A record is
+    visible exactly when its scope is one of these (:func:`is_visible_match`)."""
+    if len(viewer) > VISIBLE_ENUMERATION_LIMIT:
+        raise MemoryValidationError(
+            f"A visible-match scope holds at most {VISIBLE_ENUMERATION_LIMIT} pairs.",
+            [{"loc": "scope", "msg": "too many pairs for visible match"}],
+        )
+    others = [key for key in viewer if key != TENANT_KEY]
+    found = []
+    for size in range(len(others) + 1):
+        for keys in combinations(others, size):
+            subset = {TENANT_KEY: viewer[TENANT_KEY], **{k: viewer[k] for k in keys}}
+            if agent is None or subset.get(AGENT_KEY, agent) == agent:
+                found.append(dict(sorted(subset.items())))
+    return found
+
+
+def read_view(scope: Mapping[str, str], agent: str | None, scope_match: ScopeMatch = "visible") -> Scope:
+    """The scope filter a recall or toolbox read uses for ``scope`` and ``agent``.
+
+    With visible match an agent's view includes its own ``agent=`` records, so the
+    agent pair joins the viewer's scope; the store's ``agent`` filter then keeps other
+    agents' records out inside the query. A scope that names a different agent than
+    ``agent`` is a contradiction and refused.
+    """
+    canonical = canonical_scope(scope)
+    owner = canonical.get(AGENT_KEY)
+    if agent is not None and owner is not None and owner != agent:
+        raise MemoryValidationError(
+            f"The scope belongs to agent {owner!r} but the caller is agent {agent!r}; bind one of them.",
+            [{"loc": "agent", "msg": "contradicts the scope's agent key"}],
+        )
+    if agent is not None and owner is None and scope_match == "visible":
+        return canonical_scope({**canonical, AGENT_KEY: agent})
+    return canonical

@@ -14,14 +14,16 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 Request = TypeVar("Request")
-Answer = TypeVar("Answer")
 Result = TypeVar("Result")
 
-Steps = Generator[Request, Answer, Result]
-"""Yields requests, receives each one's answer, returns a result."""
+Steps = Generator[Request, Any, Result]
+"""Steps that yield requests, receive each one's answer and return a ``Result``:
+``Steps[Statement, int]`` (a SQL backend's primitive), ``Steps[Unit | Compute, list[MemoryHit]]``
+(a store operation), ``Steps[MemorySearchQuery, …]`` (recall's searches),
+``Steps[StoreCall, …]`` (a tool's store calls). The one word for the one idea."""
 
 
-def run_steps(steps: Generator[Request, Any, Result], answer: Callable[[Request], Any]) -> Result:
+def run_steps(steps: Steps[Request, Result], answer: Callable[[Request], Any]) -> Result:
     """Run ``steps`` to completion, answering each request with ``answer(request)``.
 
     An exception from ``answer`` is thrown into the generator at its ``yield``, so a
@@ -40,7 +42,7 @@ def run_steps(steps: Generator[Request, Any, Result], answer: Callable[[Request]
         return done.value  # type: ignore[no-any-return]
 
 
-async def arun_steps(steps: Generator[Request, Any, Result], answer: Callable[[Request], Awaitable[Any]]) -> Result:
+async def arun_steps(steps: Steps[Request, Result], answer: Callable[[Request], Awaitable[Any]]) -> Result:
     """The async twin of :func:`run_steps`: each request is answered by awaiting ``answer``."""
     try:
         request = next(steps)

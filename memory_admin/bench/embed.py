@@ -9,7 +9,7 @@ fresh SQLite store, and every question of categories 1-4 is searched in its own 
 recall@10 is the share of its evidence dialog ids the top 10 records cite.
 
 The fusion happens here, in the bench, until the store has a semantic mode: the
-store's keyword hits (the top :data:`~memory_admin.embed.fusion.CANDIDATES`, with their
+store's keyword hits (the top :data:`~memory_admin.tuning.FUSION_CANDIDATES`, with their
 BM25 scores) are fused with an exact scan of the scope's int8 vectors — what the store
 will do. Rows:
 
@@ -48,10 +48,11 @@ from typing import Any, Literal
 
 from memory_admin.bench.locomo import CATEGORIES, Dataset, Question, StoreRun, load_dataset, percentile
 from memory_admin.embed import int8_scores, open_embedder, quantize_int8, rrf_fusion, zscore_fusion
-from memory_admin.embed.fusion import CANDIDATES, KEYWORD_WEIGHT
 from memory_admin.embed.protocol import numpy
 from memory_admin.store import open_store
 from memory_admin.tokenize import unique_words
+from memory_admin.tuning import FUSION_CANDIDATES as CANDIDATES
+from memory_admin.tuning import KEYWORD_WEIGHT
 
 K = 10
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)

@@ -58,14 +58,15 @@ from pathlib import Path
 from typing import Any
 
 from memory_admin.embed import Embedder, open_embedder
-from memory_admin.embed.fusion import CANDIDATES as FUSE_DEPTH
-from memory_admin.embed.fusion import CONTEXT_WEIGHT, KEYWORD_WEIGHT, rrf_fusion, zscore_fusion
+from memory_admin.embed.fusion import rrf_fusion, zscore_fusion
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, assemble_recall
 from memory_admin.records import SEARCH_MODES, MemoryRecord, SearchMode
 from memory_admin.scope import canonical_scope, scope_json
 from memory_admin.store import BaseMemoryStore, open_store
 from memory_admin.store.plan import context
 from memory_admin.tokenize import unique_words
+from memory_admin.tuning import CONTEXT_WEIGHT, KEYWORD_WEIGHT
+from memory_admin.tuning import FUSION_CANDIDATES as FUSE_DEPTH
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10)

@@ -43,9 +43,9 @@ from typing import Any, Protocol
 from memory_admin.bench.corpus import Corpus, batched
 from memory_admin.recall import assemble_recall
 from memory_admin.scope import scope_json
-from memory_admin.store._sql import dumps, filter_tokens, scope_tokens
 from memory_admin.store.base import BaseMemoryStore
 from memory_admin.store.ids import from_value
+from memory_admin.store.sql.rows import dumps, filter_tokens, scope_tokens
 from memory_admin.store.sqlite import SqliteMemoryStore, sqlite_file_stats, store_files
 from memory_admin.store.sqlite import terms as sqlite_terms
 from memory_admin.tokenize import unique_tokens

@@ -25,9 +25,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from memory_admin.bench.corpus import Corpus
 from memory_admin.bench.store import LoadSampler, ingest_rate, measure_against_raw
 from memory_admin.scope import scope_json
-from memory_admin.store._sql import dumps
 from memory_admin.store.postgres import PostgresMemoryStore
-from memory_admin.store.postgres.search import (
+from memory_admin.store.postgres.index import (
     kind_lexeme,
     lexeme,
     pair_lexeme,
@@ -35,6 +34,7 @@ from memory_admin.store.postgres.search import (
     scope_text_lexeme,
 )
 from memory_admin.store.ranking import record_text
+from memory_admin.store.sql.rows import dumps
 from memory_admin.tokenize import tokenize, unique_tokens
 
 STORE_SCHEMA = "memory_bench_store"

@@ -9,8 +9,7 @@ no shared word); one the semantic side did not score takes that side's lowest sc
 Each fused hit keeps both contributions, so a surface can show why it ranked.
 
 :func:`rrf_fusion` is what most libraries ship (k = 60, equal weights): the comparison
-row of the benchmark. The constants here were chosen on LoCoMo's development split
-only; ``docs/benchmarks/semantic.md`` has the curve.
+row of the benchmark. The weights are in :mod:`memory_admin.tuning`.
 """
 
 from __future__ import annotations
@@ -20,16 +19,12 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
+from memory_admin import tuning
+
 K = TypeVar("K", bound=Hashable)
 
-KEYWORD_WEIGHT = 0.5
-"""BM25's share of the fused score (the dev split's curve peaks here)."""
-CONTEXT_WEIGHT = 0.2
-"""How much of the best fused score among the candidates stated in its context (the same
-scope, the same day) a candidate gains: what was said together is recalled together."""
-CANDIDATES = 100
-"""How many hits each side contributes before fusion."""
 RRF_K = 60
+"""Reciprocal rank fusion's constant as most libraries ship it (the comparison row)."""
 
 
 @dataclass(frozen=True)
@@ -61,10 +56,10 @@ def zscore_fusion(
     keyword: Mapping[K, float],
     semantic: Mapping[K, float],
     *,
-    keyword_weight: float = KEYWORD_WEIGHT,
+    keyword_weight: float = tuning.KEYWORD_WEIGHT,
     method: Literal["zscore", "minmax"] = "zscore",
     contexts: Mapping[K, Hashable] | None = None,
-    context_weight: float = CONTEXT_WEIGHT,
+    context_weight: float = tuning.CONTEXT_WEIGHT,
     limit: int | None = None,
 ) -> list[FusedHit[K]]:
     """Candidates of both sides ranked by ``w·norm(keyword) + (1-w)·norm(semantic)``.
@@ -126,4 +121,4 @@ def rrf_fusion(
     return order if limit is None else order[:limit]
 
 
-__all__ = ["CANDIDATES", "CONTEXT_WEIGHT", "KEYWORD_WEIGHT", "RRF_K", "FusedHit", "rrf_fusion", "zscore_fusion"]
+__all__ = ["RRF_K", "FusedHit", "rrf_fusion", "zscore_fusion"]

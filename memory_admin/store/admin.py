@@ -1,5 +1,6 @@
-"""The admin extension's half of the public API: listings, imports, facets, counts,
-chains, sweeping, the corruption scan, maintenance."""
+"""The admin extension (:class:`~memory_admin.store.protocol.AdminMemoryStore`), written
+once for every backend: listings, imports, facets, counts, chains, sweeping, the
+corruption scan, vectors' backfill, maintenance."""
 
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ from memory_admin.records import (
     parse_model,
 )
 from memory_admin.scope import TENANT_KEY, Scope, canonical_scope
-from memory_admin.store._sql import Op
+from memory_admin.steps import Steps
 from memory_admin.store.arguments import (
     check_count,
     check_id,
 )
-from memory_admin.store.batch import check_import_slots
+from memory_admin.store.batch import BatchReads, check_import_slots
 from memory_admin.store.core import MAX_CHAIN_LENGTH, StoreCore
 from memory_admin.store.event_log import forget_in_log
 from memory_admin.store.protocol import (
@@ -37,15 +38,10 @@ from memory_admin.store.protocol import (
     ScopeCounts,
     ScopeFacet,
 )
-from memory_admin.store.session import (
-    BatchReads,
-    Flow,
-    Session,
-    Unit,
-)
+from memory_admin.store.session import Session, Statement, Unit, Work
 
 
-class AdminMethods(StoreCore):
+class BaseAdminStore(StoreCore):
     """What the dashboard and the migration tools call beyond the protocol."""
 
     def list_records(self, query: RecordListQuery) -> RecordPage:
@@ -104,11 +100,11 @@ class AdminMethods(StoreCore):
             return 0
         return self._drive(self._import(parsed, skip_existing))
 
-    def _import(self, parsed: list[MemoryRecord], skip_existing: bool) -> Flow[int]:
+    def _import(self, parsed: list[MemoryRecord], skip_existing: bool) -> Steps[Work, int]:
         blobs = yield from self._document_vectors(parsed)
         vectors = dict(zip((r.id for r in parsed), blobs, strict=False))
 
-        def steps(s: Session) -> Op[int]:
+        def steps(s: Session) -> Steps[Statement, int]:
             slots = [(r.scope, r.kind, r.key) for r in parsed if r.key is not None and r.invalid_at is None]
             scopes = [r.scope for r in parsed]
             reads = BatchReads((yield from s.batch_reads([r.id for r in parsed], slots, scopes)), slots)
@@ -135,7 +131,7 @@ class AdminMethods(StoreCore):
     def embedding_status(self) -> EmbeddingStatus:
         """Which model made the store's vectors, and how many records have one."""
 
-        def steps(s: Session) -> Op[EmbeddingStatus]:
+        def steps(s: Session) -> Steps[Statement, EmbeddingStatus]:
             space = yield from s.vector_space()
             embedded, records = yield from s.vector_counts()
             return EmbeddingStatus(
@@ -168,7 +164,9 @@ class AdminMethods(StoreCore):
             )
         return self._drive(self._embed_missing(batch_size, rebuild, progress))
 
-    def _embed_missing(self, batch_size: int, rebuild: bool, progress: Callable[[int, int], None] | None) -> Flow[int]:
+    def _embed_missing(
+        self, batch_size: int, rebuild: bool, progress: Callable[[int, int], None] | None
+    ) -> Steps[Work, int]:
         if rebuild:
             yield Unit("write", lambda s: s.set_vector_space(None))
         else:
@@ -207,10 +205,10 @@ class AdminMethods(StoreCore):
         self.flush_events()  # this process's events are redacted with the rest
         return self._drive(self._sweep_expired(canonical))
 
-    def _sweep_expired(self, canonical: Scope) -> Flow[int]:
+    def _sweep_expired(self, canonical: Scope) -> Steps[Work, int]:
         now = self._clock()
 
-        def steps(s: Session) -> Op[int]:
+        def steps(s: Session) -> Steps[Statement, int]:
             doomed = yield from s.expired_ids(canonical, now)
             if not doomed:
                 return 0
@@ -236,8 +234,8 @@ class AdminMethods(StoreCore):
     def chain(self, record_id: str) -> list[ChainLink]:
         check_id(record_id)
 
-        def steps(s: Session) -> Op[list[ChainLink]]:
-            def fetch(link_id: str) -> Op[MemoryRecord | None]:
+        def steps(s: Session) -> Steps[Statement, list[ChainLink]]:
+            def fetch(link_id: str) -> Steps[Statement, MemoryRecord | None]:
                 return (yield from s.get_many([link_id])).get(link_id)
 
             start = yield from fetch(record_id)

@@ -1,19 +1,20 @@
 """The public store API, written once over a backend's primitives.
 
 Every store operation (write a batch, search, list, get, invalidate, delete, erase,
-sweep, the event log) is written here once, as *steps*: a flow validates its input and
-yields :class:`Unit` objects — one unit of work, run in one transaction of a given
-:data:`Mode` — whose steps call the backend's :class:`Session` primitives. Primitives are
-ops (:mod:`memory_admin.store._sql`): generators that yield SQL statements, or no
-statement at all for the in-memory backend. Two drivers run every flow: :meth:`_drive`
-(sync) and :meth:`_adrive` (async). How a backend answers a unit is its driver choice —
-SQLite runs the sync driver on a worker thread, PostgreSQL runs the same statements on
-an async connection — never a second copy of a rule. No backend overrides a public
-method of :class:`BaseMemoryStore`.
+sweep, the event log) is written here once, as steps (:mod:`memory_admin.steps`): an
+operation validates its input and yields :class:`~memory_admin.store.session.Unit` objects —
+one unit of work, run in one transaction of a given mode — whose steps call the backend's
+:class:`~memory_admin.store.session.Session` primitives, themselves steps that yield SQL
+statements (or nothing, in the in-memory backend). Two drivers run every operation:
+:meth:`_drive` (sync) and :meth:`_adrive` (async). How a backend answers a unit is its
+driver choice — SQLite runs the sync driver on a worker thread, PostgreSQL runs the same
+statements on an async connection — never a second copy of a rule. No backend overrides
+a public method of :class:`BaseMemoryStore`.
 
-The class is built of three parts: :mod:`.core` (how units run, the drivers, the plans
-reads share), :mod:`.event_log` (sinks and the buffered log) and :mod:`.admin` (the admin
-extension); this module holds the protocol's own operations.
+The class is built of three parts: :class:`~memory_admin.store.core.StoreCore` (how units
+run, the drivers, the plans reads share), :class:`~memory_admin.store.event_log.BaseEventLogStore`
+(sinks and the buffered log) and :class:`~memory_admin.store.admin.BaseAdminStore` (the
+admin extension); this module holds the protocol's own operations.
 """
 
 from __future__ import annotations
@@ -42,43 +43,14 @@ from memory_admin.records import (
     SearchMode,
 )
 from memory_admin.scope import TENANT_KEY, Scope, canonical_scope, format_scope, is_subset_match, scope_json
-from memory_admin.store._sql import Op
-from memory_admin.store.admin import AdminMethods
-from memory_admin.store.arguments import (
-    check_id,
-    clean_reason,
-)
-from memory_admin.store.batch import plan_batch, validate_batch, write_events
-from memory_admin.store.core import (
-    DEFAULT_MAX_BATCH,
-    DEFAULT_MAX_CONTENT_CHARS,
-    DEFAULT_MAX_LIMIT,
-    MAX_CHAIN_LENGTH,
-    MAX_MENTIONS,
-    MAX_QUERY_TOKENS,
-    SCRUB_WAIT_S,
-    Clock,
-    StoreCore,
-    full_capabilities,
-)
-from memory_admin.store.event_log import EventLogMethods, forget_in_log
-from memory_admin.store.plan import Cursor, SearchPlan, now_us
-from memory_admin.store.protocol import (
-    ErasureReport,
-    SearchQueryLike,
-    WriteInputLike,
-)
-from memory_admin.store.session import (
-    BatchReader,
-    BatchReads,
-    Flow,
-    Invalidation,
-    Mode,
-    PlannedBatch,
-    Session,
-    Slot,
-    Unit,
-)
+from memory_admin.steps import Steps
+from memory_admin.store.admin import BaseAdminStore
+from memory_admin.store.arguments import check_id, clean_reason
+from memory_admin.store.batch import BatchReads, plan_batch, validate_batch, write_events
+from memory_admin.store.core import MAX_MENTIONS
+from memory_admin.store.event_log import BaseEventLogStore, forget_in_log
+from memory_admin.store.protocol import ErasureReport, SearchQueryLike, WriteInputLike
+from memory_admin.store.session import Invalidation, PlannedBatch, Session, Statement, Unit, Work
 from memory_admin.tokenize import unique_words
 
 T = TypeVar("T")
@@ -109,7 +81,7 @@ def search_event(
     )
 
 
-class BaseMemoryStore(EventLogMethods, AdminMethods):
+class BaseMemoryStore(BaseEventLogStore, BaseAdminStore):
     """The public API of every backend, written once (see the module docstring and
     :class:`~memory_admin.store.core.StoreCore` for what a backend implements)."""
 
@@ -119,7 +91,7 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
     async def awrite(self, inputs: Sequence[WriteInputLike]) -> list[MemoryRecord]:
         return await self._adrive(self._write(inputs))
 
-    def _write(self, inputs: Sequence[WriteInputLike]) -> Flow[list[MemoryRecord]]:
+    def _write(self, inputs: Sequence[WriteInputLike]) -> Steps[Work, list[MemoryRecord]]:
         yield from self._adopt_embedder()
         items = validate_batch(inputs, self.capabilities())
         if not items:
@@ -129,7 +101,9 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
         self._emit_all(write_events(batch))
         return batch.records
 
-    def _write_steps(self, s: Session, items: list[MemoryWriteInput], blobs: Sequence[bytes] = ()) -> Op[PlannedBatch]:
+    def _write_steps(
+        self, s: Session, items: list[MemoryWriteInput], blobs: Sequence[bytes] = ()
+    ) -> Steps[Statement, PlannedBatch]:
         """Read (and lock) what the batch names, plan it, apply it — the records' vectors
         (``blobs``, in input order) in the same transaction."""
         slots = [(item.scope, item.kind, item.key) for item in items if item.key is not None]
@@ -151,7 +125,7 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
     async def aget(self, record_id: str) -> MemoryRecord | None:
         return await self._adrive(self._get(record_id))
 
-    def _get(self, record_id: str) -> Flow[MemoryRecord | None]:
+    def _get(self, record_id: str) -> Steps[Work, MemoryRecord | None]:
         check_id(record_id)
         found: dict[str, MemoryRecord] = yield Unit("read", lambda s: s.get_many([record_id]))
         return found.get(record_id)
@@ -163,7 +137,7 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
     async def asearch(self, query: SearchQueryLike, *, emit_event: bool = True) -> list[MemoryHit]:
         return await self._adrive(self._search(query, emit_event))
 
-    def _search(self, query: SearchQueryLike, emit_event: bool) -> Flow[list[MemoryHit]]:
+    def _search(self, query: SearchQueryLike, emit_event: bool) -> Steps[Work, list[MemoryHit]]:
         started = time.perf_counter()
         yield from self._adopt_embedder()
         plan = self._plan(query)
@@ -189,11 +163,11 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
     async def ainvalidate(self, record_id: str, reason: str | None = None) -> MemoryRecord:
         return await self._adrive(self._invalidate(record_id, reason))
 
-    def _invalidate(self, record_id: str, reason: str | None) -> Flow[MemoryRecord]:
+    def _invalidate(self, record_id: str, reason: str | None) -> Steps[Work, MemoryRecord]:
         check_id(record_id)
         cleaned = clean_reason(reason)
 
-        def steps(s: Session) -> Op[MemoryRecord]:
+        def steps(s: Session) -> Steps[Statement, MemoryRecord]:
             current = (yield from s.get_many([record_id], lock=True)).get(record_id)
             result, change = self._invalidation(record_id, current, cleaned)
             if change is not None:
@@ -224,10 +198,10 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
         await asyncio.to_thread(self.flush_events)
         return await self._adrive(self._delete(record_id))
 
-    def _delete(self, record_id: str) -> Flow[bool]:
+    def _delete(self, record_id: str) -> Steps[Work, bool]:
         check_id(record_id)
 
-        def steps(s: Session) -> Op[bool]:
+        def steps(s: Session) -> Steps[Statement, bool]:
             tenant = yield from s.tenant_of(record_id)
             if tenant is None:
                 return False
@@ -253,11 +227,11 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
         self.flush_events()
         return self._drive(self._erase(scope, dry_run=True))
 
-    def _erase(self, scope: Mapping[str, str], *, dry_run: bool) -> Flow[ErasureReport]:
+    def _erase(self, scope: Mapping[str, str], *, dry_run: bool) -> Steps[Work, ErasureReport]:
         canonical = canonical_scope(scope)
         now = self._clock()
 
-        def steps(s: Session) -> Op[ErasureReport]:
+        def steps(s: Session) -> Steps[Statement, ErasureReport]:
             if not dry_run:
                 yield from s.begin_forgetting()
             scopes = yield from s.scopes_under(canonical, lock=not dry_run)
@@ -287,7 +261,7 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
         yield from self._scrub(f"Scope {format_scope(canonical)}", report)
         return report
 
-    def _mentions(self, scope: Scope) -> Flow[list[str]]:
+    def _mentions(self, scope: Scope) -> Steps[Work, list[str]]:
         """Records elsewhere in the tenant that name the scope's values (a dry run's
         advice, so a corrupt row on the way skips it rather than failing the preview)."""
         words = sorted({t for k, v in scope.items() if k != TENANT_KEY for t in unique_words(v) if len(t) >= 3})
@@ -302,30 +276,4 @@ class BaseMemoryStore(EventLogMethods, AdminMethods):
         return [hit.record.id for hit in hits if not is_subset_match(hit.record.scope, scope)][:MAX_MENTIONS]
 
 
-__all__ = [
-    "DEFAULT_MAX_BATCH",
-    "DEFAULT_MAX_CONTENT_CHARS",
-    "DEFAULT_MAX_LIMIT",
-    "MAX_CHAIN_LENGTH",
-    "MAX_MENTIONS",
-    "MAX_QUERY_TOKENS",
-    "SCRUB_WAIT_S",
-    "BaseMemoryStore",
-    "BatchReader",
-    "BatchReads",
-    "Clock",
-    "Cursor",
-    "Flow",
-    "Invalidation",
-    "Mode",
-    "PlannedBatch",
-    "SearchPlan",
-    "Session",
-    "Slot",
-    "StoreCore",
-    "Unit",
-    "check_id",
-    "clean_reason",
-    "full_capabilities",
-    "now_us",
-]
+__all__ = ["BaseMemoryStore", "search_event"]

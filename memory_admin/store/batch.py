@@ -5,7 +5,7 @@ what the batch's unit read; :mod:`memory_admin.store.base` runs them inside the 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
 from memory_admin.errors import (
@@ -17,10 +17,10 @@ from memory_admin.errors import (
 )
 from memory_admin.events import MemoryWriteEvent, agent_of
 from memory_admin.records import MemoryRecord, MemoryWriteInput, parse_model, trusted_record
-from memory_admin.scope import scope_json
+from memory_admin.scope import Scope, scope_json
 from memory_admin.store.ids import IdFactory
 from memory_admin.store.protocol import MemoryStoreCapabilities, WriteInputLike
-from memory_admin.store.session import BatchReader, Invalidation, PlannedBatch
+from memory_admin.store.session import Invalidation, PlannedBatch, Slot
 
 Clock = Callable[[], datetime]
 
@@ -52,7 +52,27 @@ def validate_batch(inputs: Sequence[WriteInputLike], caps: MemoryStoreCapabiliti
     return items
 
 
-def plan_batch(tx: BatchReader, items: list[MemoryWriteInput], *, clock: Clock, id_factory: IdFactory) -> PlannedBatch:
+class BatchReads:
+    """The records a batch names and the live holders of its key slots, read (and, on
+    a server database, locked) before planning starts."""
+
+    def __init__(self, records: Iterable[MemoryRecord], slots: Iterable[Slot]) -> None:
+        self._by_id = {record.id: record for record in records}
+        wanted = {(scope_json(scope), kind, key) for scope, kind, key in slots}
+        self._holders: dict[tuple[str, str, str], MemoryRecord] = {
+            (scope_json(r.scope), r.kind, r.key): r
+            for r in self._by_id.values()
+            if r.key is not None and r.invalid_at is None and (scope_json(r.scope), r.kind, r.key) in wanted
+        }
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
+        return {i: self._by_id[i] for i in ids if i in self._by_id}
+
+    def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None:
+        return self._holders.get((scope_json(scope), kind, key))
+
+
+def plan_batch(tx: BatchReads, items: list[MemoryWriteInput], *, clock: Clock, id_factory: IdFactory) -> PlannedBatch:
     """Resolve every input's predecessor, then stamp the batch with one ``now``.
 
     A predecessor is the record an input supersedes: named explicitly, or the valid
@@ -194,7 +214,7 @@ def write_events(batch: PlannedBatch) -> list[MemoryWriteEvent]:
     ]
 
 
-def check_import_slots(tx: BatchReader, records: Sequence[MemoryRecord]) -> None:
+def check_import_slots(tx: BatchReads, records: Sequence[MemoryRecord]) -> None:
     """A key slot has one live holder, whichever way records arrive."""
     holders: dict[tuple[str, str, str], str] = {}
     for record in records:
@@ -213,4 +233,4 @@ def check_import_slots(tx: BatchReader, records: Sequence[MemoryRecord]) -> None
         holders[slot] = record.id
 
 
-__all__ = ["check_import_slots", "explicit_predecessor", "plan_batch", "validate_batch", "write_events"]
+__all__ = ["BatchReads", "check_import_slots", "explicit_predecessor", "plan_batch", "validate_batch", "write_events"]

@@ -14,8 +14,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeVar
 
+from memory_admin import tuning
 from memory_admin.embed import embedder_for
-from memory_admin.embed.fusion import CANDIDATES as FUSION_CANDIDATES
 from memory_admin.embed.quantize import to_blobs
 from memory_admin.errors import (
     CapabilityError,
@@ -35,8 +35,8 @@ from memory_admin.records import (
     parse_model,
     utc_now,
 )
-from memory_admin.steps import arun_steps, run_steps
-from memory_admin.store._sql import Op, Statement
+from memory_admin.steps import Steps, arun_steps, run_steps
+from memory_admin.store.caches import LruCache
 from memory_admin.store.event_buffer import DEFAULT_CAPACITY, DEFAULT_INTERVAL, EventBuffer
 from memory_admin.store.ids import IdFactory
 from memory_admin.store.plan import Candidate, Cursor, SearchPlan
@@ -47,13 +47,13 @@ from memory_admin.store.protocol import (
 )
 from memory_admin.store.session import (
     Compute,
-    Flow,
     Mode,
     Session,
+    Statement,
     Unit,
+    Work,
 )
 from memory_admin.store.vectors import (
-    LruCache,
     Ranked,
     VectorCache,
     VectorSpace,
@@ -79,13 +79,6 @@ DEFAULT_MAX_BATCH = 10_000
 MAX_MENTIONS = 25
 """Records an erasure's dry run lists as naming the scope elsewhere in the tenant."""
 AUTO_EMBEDDER = "auto"
-ADOPT_INTERVAL_S = 30.0
-"""How often a store without an embedder checks whether its vectors' model has appeared."""
-QUERY_VECTOR_CACHE = 256
-"""Query embeddings a store keeps (the next page, the count walk, a repeated question)."""
-SCRUB_WAIT_S = 2.0
-"""How long delete, erase and sweep wait for readers' old snapshots before they report
-the scrub pending (instead of holding the caller for the whole busy timeout)."""
 
 
 def full_capabilities(backend: str) -> MemoryStoreCapabilities:
@@ -145,9 +138,9 @@ class StoreCore(ABC):
         # keyword-only file that someone embeds is searched by meaning from then on)
         self._auto_embedder = embedder == AUTO_EMBEDDER
         self._embedder = None if isinstance(embedder, str) else embedder
-        self._adopt_checked = -ADOPT_INTERVAL_S
+        self._adopt_checked = -tuning.ADOPT_INTERVAL_S
         # pages and counts of one search embed its query once
-        self._query_vectors: LruCache[str, Any] = LruCache(QUERY_VECTOR_CACHE)
+        self._query_vectors: LruCache[str, Any] = LruCache(tuning.QUERY_VECTOR_CACHE)
         self._sinks: list[EventSink] = list(sinks)
         self._persist_events = persist_events
         self._ids = IdFactory()
@@ -182,13 +175,13 @@ class StoreCore(ABC):
         """The store's embedder (``None``: keyword-only)."""
         return self._embedder
 
-    def _adopt_embedder(self, *, now: bool = False) -> Flow[None]:
+    def _adopt_embedder(self, *, now: bool = False) -> Steps[Work, None]:
         """For an ``auto`` store still without an embedder: adopt the model its vectors
         come from, if this machine can run it (checked every :data:`ADOPT_INTERVAL_S`)."""
         if not self._auto_embedder or self._embedder is not None:
             return
         moment = time.monotonic()
-        if not now and moment - self._adopt_checked < ADOPT_INTERVAL_S:
+        if not now and moment - self._adopt_checked < tuning.ADOPT_INTERVAL_S:
             return
         self._adopt_checked = moment
         space: VectorSpace | None = yield Unit("read", lambda s: s.vector_space())
@@ -218,10 +211,10 @@ class StoreCore(ABC):
         """The backend's part of :meth:`aclose`: by default, :meth:`_release`."""
         self._release()
 
-    def _drive(self, flow: Flow[T]) -> T:
+    def _drive(self, flow: Steps[Work, T]) -> T:
         return run_steps(flow, self._answer)
 
-    async def _adrive(self, flow: Flow[T]) -> T:
+    async def _adrive(self, flow: Steps[Work, T]) -> T:
         return await arun_steps(flow, self._aanswer)
 
     def _plan(
@@ -263,7 +256,7 @@ class StoreCore(ABC):
             mode=mode,
         )
 
-    def _page(self, plan: SearchPlan) -> Flow[tuple[list[MemoryHit], Cursor | None]]:
+    def _page(self, plan: SearchPlan) -> Steps[Work, tuple[list[MemoryHit], Cursor | None]]:
         if plan.empty:
             return [], None
         if plan.ranked and plan.mode != "keyword":
@@ -274,7 +267,7 @@ class StoreCore(ABC):
         )
         return page
 
-    def _page_by_meaning(self, plan: SearchPlan) -> Flow[tuple[list[MemoryHit], Cursor | None]]:
+    def _page_by_meaning(self, plan: SearchPlan) -> Steps[Work, tuple[list[MemoryHit], Cursor | None]]:
         """A semantic or hybrid page: the query embedded outside any transaction, then
         the closest records (and for hybrid the keyword hits, fused) read in one snapshot."""
         embedder = self._embedder
@@ -286,10 +279,10 @@ class StoreCore(ABC):
             self._query_vectors.put(text, vector)
         plan = replace(plan, vector=vector)
 
-        def steps(s: Session) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+        def steps(s: Session) -> Steps[Statement, tuple[list[MemoryHit], Cursor | None]]:
             space = yield from self._vector_space(s, claim=False)
 
-            def similar(limit: int) -> Op[list[Candidate]]:
+            def similar(limit: int) -> Steps[Statement, list[Candidate]]:
                 # no vector space yet: nothing is embedded, nothing is close
                 return (yield from s.similar(plan, limit, space)) if space is not None else []
 
@@ -297,7 +290,7 @@ class StoreCore(ABC):
             if plan.mode == "semantic":
                 ranked = by_meaning((yield from similar(plan.needed)))
             else:
-                depth = max(plan.needed, FUSION_CANDIDATES)
+                depth = max(plan.needed, tuning.FUSION_CANDIDATES)
                 semantic = yield from similar(depth)
                 ranked = fuse((yield from s.keyword_candidates(plan, depth)), semantic)
             page = ranked[plan.offset : plan.offset + plan.limit]
@@ -310,7 +303,7 @@ class StoreCore(ABC):
         page: tuple[list[MemoryHit], Cursor | None] = yield Unit("snapshot", steps)
         return page
 
-    def _document_vectors(self, items: Sequence[MemoryRecord | MemoryWriteInput]) -> Flow[list[bytes]]:
+    def _document_vectors(self, items: Sequence[MemoryRecord | MemoryWriteInput]) -> Steps[Work, list[bytes]]:
         """The storage blobs of these records' vectors, embedded outside any transaction
         (a model never holds the write lock); none without an embedder."""
         embedder = self._embedder
@@ -320,13 +313,15 @@ class StoreCore(ABC):
         matrix = yield Compute(lambda: embedder.embed_documents(texts), lambda: embedder.aembed_documents(texts))
         return to_blobs(matrix)
 
-    def _store_vectors(self, s: Session, records: Sequence[MemoryRecord], blobs: Sequence[bytes]) -> Op[None]:
+    def _store_vectors(
+        self, s: Session, records: Sequence[MemoryRecord], blobs: Sequence[bytes]
+    ) -> Steps[Statement, None]:
         """In the records' own unit: their vectors, after checking (or claiming) the space."""
         if blobs:
             yield from self._vector_space(s, claim=True)
             yield from s.insert_vectors([(r.id, blob) for r, blob in zip(records, blobs, strict=True)])
 
-    def _vector_space(self, s: Session, *, claim: bool) -> Op[VectorSpace | None]:
+    def _vector_space(self, s: Session, *, claim: bool) -> Steps[Statement, VectorSpace | None]:
         """The store's vector space, checked against the embedder's (a mismatch raises
         :class:`~memory_admin.errors.MemoryEmbedderMismatchError`); ``claim`` records
         the embedder's when the store has none yet (its first vectors are being written)."""
@@ -350,12 +345,12 @@ class StoreCore(ABC):
         if self._vector_cache is not None:
             self._vector_cache.clear()
 
-    def _scrub(self, what: str, report: ErasureReport | None = None) -> Flow[None]:
+    def _scrub(self, what: str, report: ErasureReport | None = None) -> Steps[Work, None]:
         """After forgetting: nothing forgotten left in what this store keeps in memory
         (:meth:`_forget_reads`), and no forgotten byte in the store's files within
         :data:`SCRUB_WAIT_S`, else :class:`MemoryScrubPendingError` (the forgetting stands)."""
         self._forget_reads()
-        done: bool = yield Unit("maintain", lambda s: s.scrub(SCRUB_WAIT_S))
+        done: bool = yield Unit("maintain", lambda s: s.scrub(tuning.SCRUB_WAIT_S))
         if not done:
             raise MemoryScrubPendingError(what, report=report)
 

@@ -1,4 +1,5 @@
-"""The event log's half of the public API: sinks, the buffered log and its reads.
+"""The event log (:class:`~memory_admin.store.protocol.EventLogStore`), written once for
+every backend: sinks, the buffered log and its reads.
 
 Events are the exception to "one unit per operation": an operation hands its event to
 the store's :class:`~memory_admin.store.event_buffer.EventBuffer`, which commits them in
@@ -36,7 +37,7 @@ from memory_admin.records import (
     parse_model,
 )
 from memory_admin.scope import TENANT_KEY
-from memory_admin.store._sql import Op
+from memory_admin.steps import Steps
 from memory_admin.store.arguments import (
     MAX_STORED_INT,
     check_event_id,
@@ -45,11 +46,7 @@ from memory_admin.store.arguments import (
 )
 from memory_admin.store.core import StoreCore
 from memory_admin.store.event_buffer import live_buffers
-from memory_admin.store.session import (
-    Mode,
-    Session,
-    Unit,
-)
+from memory_admin.store.session import Mode, Session, Statement, Unit
 
 T = TypeVar("T")
 
@@ -66,7 +63,9 @@ def predates_forgetting(event: AnyEvent, forgetting: Mapping[str, datetime]) -> 
     return forgot is not None and event.at <= forgot + FORGET_MARGIN
 
 
-def forget_in_log(s: Session, tenant: str, record_ids: Sequence[str], clock: Callable[[], datetime]) -> Op[None]:
+def forget_in_log(
+    s: Session, tenant: str, record_ids: Sequence[str], clock: Callable[[], datetime]
+) -> Steps[Statement, None]:
     """Last in every unit that forgets ``tenant``'s ``record_ids`` (a delete, an erasure, a
     sweep of expired records), after :meth:`Session.begin_forgetting` and the deletes: the
     logged events that found them lose the query text that may quote them, and those
@@ -75,7 +74,7 @@ def forget_in_log(s: Session, tenant: str, record_ids: Sequence[str], clock: Cal
     yield from s.mark_forgetting(tenant, clock)
 
 
-class EventLogMethods(StoreCore):
+class BaseEventLogStore(StoreCore):
     """Events: delivered to every sink at once, persisted by the buffered log."""
 
     def add_sink(self, sink: EventSink) -> None:
@@ -130,7 +129,7 @@ class EventLogMethods(StoreCore):
         after them (:func:`predates_forgetting`); the log counts them too."""
         oldest = min((event.at for event in events), default=None)
 
-        def steps(s: Session) -> Op[int]:
+        def steps(s: Session) -> Steps[Statement, int]:
             forgetting = {} if oldest is None else (yield from s.forgetting_since(oldest - FORGET_MARGIN))
             kept = [event for event in events if not predates_forgetting(event, forgetting)]
             withheld = len(events) - len(kept)
@@ -156,7 +155,7 @@ class EventLogMethods(StoreCore):
         key = self._event_log_key()
         for buffer in live_buffers():
             owner = buffer.owner
-            if owner is self or (isinstance(owner, EventLogMethods) and owner._event_log_key() == key):
+            if owner is self or (isinstance(owner, BaseEventLogStore) and owner._event_log_key() == key):
                 buffer.flush()
 
     def event_log_stats(self) -> EventLogStats:
@@ -175,7 +174,7 @@ class EventLogMethods(StoreCore):
             flush_interval_s=self._events.interval,
         )
 
-    def _events_unit(self, mode: Mode, steps: Callable[[Session], Op[T]]) -> Unit[T]:
+    def _events_unit(self, mode: Mode, steps: Callable[[Session], Steps[Statement, T]]) -> Unit[T]:
         if not self.capabilities().events:
             raise CapabilityError(self.backend_name, ["events"])
         return Unit(mode, steps)

@@ -18,18 +18,14 @@ from typing import Any
 from memory_admin.events import AnyEvent, EventQuery, StoredEvent, event_matches, forget_records
 from memory_admin.records import KINDS, MemoryHit, MemoryRecord
 from memory_admin.scope import TENANT_KEY, Scope, is_subset_match, scope_json, scope_matches, visible_to_agent
+from memory_admin.steps import Steps
 from memory_admin.store import ranking
-from memory_admin.store._sql import Op, Statement, no_statements
-from memory_admin.store.base import (
-    BaseMemoryStore,
-    Invalidation,
-    Mode,
-    Slot,
-    full_capabilities,
-)
+from memory_admin.store.base import BaseMemoryStore
+from memory_admin.store.core import full_capabilities
 from memory_admin.store.plan import Candidate, Cursor, SearchPlan, context, now_us
 from memory_admin.store.protocol import CorruptionScan, ScopeCounts, ScopeFacet
 from memory_admin.store.ranking import build_facets
+from memory_admin.store.session import Invalidation, Mode, Slot, Statement, no_statements
 from memory_admin.store.vectors import VectorSpace, centre, centre_keys, closest
 
 
@@ -127,7 +123,7 @@ class _Session:
             if record is not None:
                 yield record
 
-    def get_many(self, ids: Sequence[str], *, lock: bool = False) -> Op[dict[str, MemoryRecord]]:
+    def get_many(self, ids: Sequence[str], *, lock: bool = False) -> Steps[Statement, dict[str, MemoryRecord]]:
         found = {}
         for record_id in ids:
             record = self._current(record_id)
@@ -135,7 +131,9 @@ class _Session:
                 found[record_id] = record
         return no_statements(found)
 
-    def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot], scopes: Sequence[Scope]) -> Op[list[MemoryRecord]]:
+    def batch_reads(
+        self, ids: Sequence[str], slots: Sequence[Slot], scopes: Sequence[Scope]
+    ) -> Steps[Statement, list[MemoryRecord]]:
         wanted = {(scope_json(scope), kind, key) for scope, kind, key in slots}
         found = {record_id: record for record_id in ids if (record := self._current(record_id)) is not None}
         if wanted:
@@ -148,11 +146,11 @@ class _Session:
                     found[record.id] = record
         return no_statements(list(found.values()))
 
-    def insert(self, records: Sequence[MemoryRecord]) -> Op[None]:
+    def insert(self, records: Sequence[MemoryRecord]) -> Steps[Statement, None]:
         self._inserts.extend(records)
         return no_statements(None)
 
-    def invalidate(self, changes: Sequence[Invalidation]) -> Op[None]:
+    def invalidate(self, changes: Sequence[Invalidation]) -> Steps[Statement, None]:
         for change in changes:
             current = self._current(change.record_id)
             assert current is not None
@@ -166,16 +164,16 @@ class _Session:
             )
         return no_statements(None)
 
-    def delete(self, record_id: str) -> Op[bool]:
+    def delete(self, record_id: str) -> Steps[Statement, bool]:
         if self._current(record_id) is None:
             return no_statements(False)
         self._deletes.add(record_id)
         return no_statements(True)
 
-    def expired_ids(self, scope: Scope, now: datetime) -> Op[list[str]]:
+    def expired_ids(self, scope: Scope, now: datetime) -> Steps[Statement, list[str]]:
         return no_statements([r.id for r in self._records() if r.is_expired(now) and is_subset_match(r.scope, scope)])
 
-    def scopes_under(self, scope: Scope, *, lock: bool) -> Op[list[tuple[int, Scope]]]:
+    def scopes_under(self, scope: Scope, *, lock: bool) -> Steps[Statement, list[tuple[int, Scope]]]:
         found = {scope_json(r.scope): r.scope for r in self._records() if is_subset_match(r.scope, scope)}
         self._handles = dict(enumerate(found[text] for text in sorted(found)))
         return no_statements(list(self._handles.items()))
@@ -184,14 +182,14 @@ class _Session:
         wanted = {scope_json(self._handles[i]) for i in scope_ids}
         return [r for r in self._records() if scope_json(r.scope) in wanted]
 
-    def tenant_of(self, record_id: str) -> Op[str | None]:
+    def tenant_of(self, record_id: str) -> Steps[Statement, str | None]:
         record = self._current(record_id)
         return no_statements(None if record is None else record.scope[TENANT_KEY])
 
-    def ids_in_scopes(self, scope_ids: Sequence[int]) -> Op[list[str]]:
+    def ids_in_scopes(self, scope_ids: Sequence[int]) -> Steps[Statement, list[str]]:
         return no_statements([r.id for r in self._in(scope_ids)])
 
-    def forget_in_events(self, tenant: str, record_ids: Sequence[str]) -> Op[int]:
+    def forget_in_events(self, tenant: str, record_ids: Sequence[str]) -> Steps[Statement, int]:
         forgotten = self._forgotten.setdefault(tenant, set())
         forgotten.update(record_ids)
         changed = sum(
@@ -201,10 +199,10 @@ class _Session:
         )
         return no_statements(changed)
 
-    def kind_counts(self, scope_ids: Sequence[int]) -> Op[dict[str, int]]:
+    def kind_counts(self, scope_ids: Sequence[int]) -> Steps[Statement, dict[str, int]]:
         return no_statements(dict(sorted(Counter(r.kind for r in self._in(scope_ids)).items())))
 
-    def newest_ids(self, scope_ids: Sequence[int], limit: int) -> Op[list[str]]:
+    def newest_ids(self, scope_ids: Sequence[int], limit: int) -> Steps[Statement, list[str]]:
         records = sorted(self._in(scope_ids), key=lambda r: (now_us(r.created_at), self._seq(r.id)), reverse=True)
         return no_statements([r.id for r in records[:limit]])
 
@@ -212,23 +210,23 @@ class _Session:
         row = self._state.rows.get(record_id)
         return row.seq if row else 0
 
-    def erase_events(self, scope: Scope, *, dry_run: bool) -> Op[int]:
+    def erase_events(self, scope: Scope, *, dry_run: bool) -> Steps[Statement, int]:
         if not dry_run:
             self._erased_scopes.append(scope)
         return no_statements(sum(1 for stored in self._state.events if is_subset_match(stored.event.scope, scope)))
 
-    def drop_scopes(self, scope_ids: Sequence[int]) -> Op[None]:
+    def drop_scopes(self, scope_ids: Sequence[int]) -> Steps[Statement, None]:
         self._deletes.update(r.id for r in self._in(scope_ids))
         return no_statements(None)
 
-    def search(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+    def search(self, plan: SearchPlan) -> Steps[Statement, tuple[list[MemoryHit], Cursor | None]]:
         return no_statements(self._store._list(plan))
 
-    def keyword_candidates(self, plan: SearchPlan, limit: int) -> Op[list[Candidate]]:
+    def keyword_candidates(self, plan: SearchPlan, limit: int) -> Steps[Statement, list[Candidate]]:
         hits, _ = self._store._list(replace(plan, limit=limit, cursor=None))
         return no_statements([Candidate(h.record.id, h.score or 0.0, h.terms, _context(h.record)) for h in hits])
 
-    def count(self, plan: SearchPlan) -> Op[ScopeCounts]:
+    def count(self, plan: SearchPlan) -> Steps[Statement, ScopeCounts]:
         records = [row.record for row in self._state.rows.values() if passes_filters(row.record, plan)]
         by_kind = Counter(r.kind for r in records)
         return no_statements(
@@ -241,7 +239,7 @@ class _Session:
             )
         )
 
-    def facets(self, scope: Scope | None, values_per_key: int) -> Op[list[ScopeFacet]]:
+    def facets(self, scope: Scope | None, values_per_key: int) -> Steps[Statement, list[ScopeFacet]]:
         scopes = [
             row.record.scope
             for row in self._state.rows.values()
@@ -250,13 +248,13 @@ class _Session:
         counts = Counter(scope_json(s) for s in scopes)
         return no_statements(build_facets(counts, {scope_json(s): s for s in scopes}, values_per_key))
 
-    def find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> Op[CorruptionScan]:
+    def find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> Steps[Statement, CorruptionScan]:
         # records are validated models here: nothing can rot underneath them
         rows = [r for r in self._state.rows.values() if scope is None or is_subset_match(r.record.scope, scope)]
         checked = len(rows) if max_rows is None else min(len(rows), max_rows)
         return no_statements(CorruptionScan(checked=checked, corrupt=[], complete=checked == len(rows)))
 
-    def append_events(self, events: Sequence[AnyEvent]) -> Op[list[int]]:
+    def append_events(self, events: Sequence[AnyEvent]) -> Steps[Statement, list[int]]:
         ids = []
         for event in events:
             self._state.events.append(StoredEvent(id=self._state.next_event, event=event))
@@ -264,25 +262,25 @@ class _Session:
             self._state.next_event += 1
         return no_statements(ids)
 
-    def log_events(self, events: Sequence[AnyEvent], lost: int, withheld: int) -> Op[None]:
+    def log_events(self, events: Sequence[AnyEvent], lost: int, withheld: int) -> Steps[Statement, None]:
         yield from self.append_events(events)
         self._state.events_dropped += lost
         self._state.events_withheld += withheld
 
-    def events_missing(self) -> Op[tuple[int, int]]:
+    def events_missing(self) -> Steps[Statement, tuple[int, int]]:
         return no_statements((self._state.events_dropped, self._state.events_withheld))
 
-    def begin_forgetting(self) -> Op[None]:
+    def begin_forgetting(self) -> Steps[Statement, None]:
         return no_statements(None)  # the store's lock serialises units
 
-    def mark_forgetting(self, tenant: str, clock: Callable[[], datetime]) -> Op[None]:
+    def mark_forgetting(self, tenant: str, clock: Callable[[], datetime]) -> Steps[Statement, None]:
         self._forgetting[tenant] = clock()  # the commit keeps the later of it and the store's
         return no_statements(None)
 
-    def forgetting_since(self, since: datetime) -> Op[dict[str, datetime]]:
+    def forgetting_since(self, since: datetime) -> Steps[Statement, dict[str, datetime]]:
         return no_statements({tenant: at for tenant, at in self._state.forgetting.items() if at >= since})
 
-    def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]:
+    def query_events(self, query: EventQuery) -> Steps[Statement, list[StoredEvent]]:
         found = [
             stored
             for stored in reversed(self._state.events)
@@ -290,13 +288,13 @@ class _Session:
         ]
         return no_statements(found[: query.limit])
 
-    def prune_events(self, before: datetime) -> Op[int]:
+    def prune_events(self, before: datetime) -> Steps[Statement, int]:
         kept = [stored for stored in self._state.events if stored.event.at >= before]
         pruned = len(self._state.events) - len(kept)
         self._state.events = kept
         return no_statements(pruned)
 
-    def import_events(self, events: Sequence[StoredEvent]) -> Op[int]:
+    def import_events(self, events: Sequence[StoredEvent]) -> Steps[Statement, int]:
         state = self._state
         known = {stored.id for stored in state.events}
         fresh = list({stored.id: stored for stored in events if stored.id not in known}.values())
@@ -306,19 +304,19 @@ class _Session:
             state.next_event = max(state.next_event, state.events[-1].id + 1)
         return no_statements(len(fresh))
 
-    def scrub(self, wait: float) -> Op[bool]:
+    def scrub(self, wait: float) -> Steps[Statement, bool]:
         return no_statements(True)  # nothing outlives a deleted row in RAM
 
-    def vector_space(self) -> Op[VectorSpace | None]:
+    def vector_space(self) -> Steps[Statement, VectorSpace | None]:
         return no_statements(self._space[-1] if self._space else self._state.space)
 
-    def set_vector_space(self, space: VectorSpace | None) -> Op[None]:
+    def set_vector_space(self, space: VectorSpace | None) -> Steps[Statement, None]:
         self._space.append(space)
         if space is None:
             self._vectors.clear()
         return no_statements(None)
 
-    def insert_vectors(self, vectors: Sequence[tuple[str, bytes]]) -> Op[None]:
+    def insert_vectors(self, vectors: Sequence[tuple[str, bytes]]) -> Steps[Statement, None]:
         self._vectors.update(vectors)
         return no_statements(None)
 
@@ -329,7 +327,7 @@ class _Session:
             return None  # forgotten in this unit
         return self._state.vectors.get(record_id)
 
-    def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[Candidate]]:
+    def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Steps[Statement, list[Candidate]]:
         query = plan.query
         # measured from the mean of every vector in the scopes searched, as SQL stores do
         reached = [
@@ -345,15 +343,15 @@ class _Session:
         found = closest(plan.vector, rows, space.dimensions, limit, mean)
         return no_statements([Candidate(i, score, context=_context(admitted[i])) for i, score in found])
 
-    def unembedded(self, limit: int) -> Op[list[MemoryRecord]]:
+    def unembedded(self, limit: int) -> Steps[Statement, list[MemoryRecord]]:
         missing = [r for r in self._records() if self._vector(r.id) is None]
         return no_statements(missing[:limit])
 
-    def vector_counts(self) -> Op[tuple[int, int]]:
+    def vector_counts(self) -> Steps[Statement, tuple[int, int]]:
         records = list(self._records())
         return no_statements((sum(1 for r in records if self._vector(r.id) is not None), len(records)))
 
-    def optimize(self) -> Op[None]:
+    def optimize(self) -> Steps[Statement, None]:
         return no_statements(None)
 
     def commit(self) -> None:

@@ -1,5 +1,5 @@
-"""Ranking, shared by every backend: BM25, the MaxScore candidate loop, the tuning
-constants, and facets from counts.
+"""Ranking, shared by every backend: BM25, the MaxScore candidate loop, and facets from
+counts (the numbers the loop was tuned with are in :mod:`memory_admin.tuning`).
 
 The formula is Okapi BM25 as SQLite FTS5 computes it (k1 = 1.2, b = 0.75, an idf
 floor of 1e-6 for tokens in more than half the records), over a record's terms
@@ -15,8 +15,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from memory_admin import tuning
 from memory_admin.scope import TENANT_KEY, Scope
 from memory_admin.store.protocol import ScopeFacet, ScopeValueCount
 from memory_admin.tokenize import tokenize
@@ -28,21 +29,6 @@ K1 = 1.2
 B = 0.75
 IDF_FLOOR = 1e-6
 
-# --- tuning, one set for every backend -------------------------------------------------
-
-SMALL_SCOPE = 500
-"""Scopes of up to this many records are ranked exhaustively, from one index query."""
-CANDIDATE_BUDGET = 120
-"""In larger scopes, at most this many candidates are scored per search (more when a
-page needs more): past it, the commonest query tokens contribute only their newest
-matches, so a query of stopwords ranks recent memories rather than the whole tenant."""
-FEW_SCOPES = 16
-"""A search or listing reaching at most this many stored scopes walks each one's own
-index and merges; past it, one index over the tenant."""
-STATS_TTL_S = 300.0
-"""Seconds a process trusts its cached corpus statistics."""
-VISIBLE_ENUMERATION_LIMIT = 12
-"""Pairs a visible-match viewer may hold: 2^11 candidate scopes at most."""
 TF_FACTOR = K1 + 1
 """The most one occurrence-weighted token adds per unit of weight (term frequency → ∞)."""
 PRESENCE_FACTOR = (K1 + 1) / (1 + K1 * (1 - B))
@@ -149,14 +135,9 @@ def token_contributions(tokens: Sequence[str], average_length: float, weights: M
     return parts
 
 
-def upper_bound(weights: Iterable[float]) -> float:
-    """No record scores more than this from these tokens, whatever their frequency."""
-    return sum(weight * (K1 + 1) for weight in weights)
-
-
 def candidate_budget(needed: int) -> int:
     """Candidates a large scope's search may score when a page needs ``needed`` rows."""
-    return max(CANDIDATE_BUDGET, needed * 4)
+    return max(tuning.CANDIDATE_BUDGET, needed * 4)
 
 
 def fusion_budget(plan: SearchPlan) -> int:
@@ -167,14 +148,24 @@ def fusion_budget(plan: SearchPlan) -> int:
     return candidate_budget(plan.needed)
 
 
+class Scored(NamedTuple):
+    """One ranked candidate: its score, when it was created and the backend's row key —
+    in the order a ranking sorts them (relevance, then the newer record, then the later
+    one in its batch)."""
+
+    score: float
+    created: Any
+    key: int
+
+
 class Candidates:
     """Scored candidates of one ranked search, keyed by the backend's row key."""
 
     def __init__(self) -> None:
-        self.scored: dict[int, tuple[float, Any, int]] = {}
+        self.scored: dict[int, Scored] = {}
 
     def add(self, key: int, score: float, created: Any) -> None:
-        self.scored[key] = (score, created, key)
+        self.scored[key] = Scored(score, created, key)
 
     def __contains__(self, key: object) -> bool:
         return key in self.scored
@@ -182,7 +173,7 @@ class Candidates:
     def __len__(self) -> int:
         return len(self.scored)
 
-    def ranked(self) -> list[tuple[float, Any, int]]:
+    def ranked(self) -> list[Scored]:
         """Relevance, then the newer record, then the later one in its batch."""
         return sorted(self.scored.values(), reverse=True)
 

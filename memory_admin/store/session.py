@@ -1,23 +1,49 @@
-"""What a backend offers a unit of work: the :class:`Session` primitives, the unit and
-flow types the drivers of :mod:`memory_admin.store.base` run, and the shapes a write
-batch is planned in."""
+"""The backend contract: what a store asks of a backend for one unit of work.
+
+A store operation is written once, as steps (:mod:`memory_admin.steps`) that yield
+:class:`Unit` objects — steps run against a backend's :class:`Session` in one transaction of
+a :data:`Mode` — and :class:`Compute` objects (work outside any transaction). A session's
+primitives are steps too: a SQL backend's yield :class:`Statement` objects, which its driver
+executes and answers with their rows; the in-memory backend's yield nothing. So one
+piece of logic runs sync or async, on SQLite, psycopg or plain Python alike.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from memory_admin.events import AnyEvent, EventQuery, StoredEvent
 from memory_admin.records import MemoryHit, MemoryRecord
-from memory_admin.scope import Scope, scope_json
-from memory_admin.store._sql import Op
+from memory_admin.scope import Scope
+from memory_admin.steps import Steps
 from memory_admin.store.plan import Candidate, Cursor, SearchPlan
 from memory_admin.store.protocol import CorruptionScan, ScopeCounts, ScopeFacet
 from memory_admin.store.vectors import VectorSpace
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement and its bound parameters. The driver answers it with its rows,
+    each indexable by column name — or, with ``raw``, as a plain tuple."""
+
+    sql: str
+    params: Sequence[Any] = ()
+    raw: bool = False
+    """Rows as plain tuples (a hot loop's statements), not by column name."""
+    many: bool = False
+    """``params`` is a list of parameter rows: the statement runs once per row."""
+
+
+def no_statements(value: T) -> Steps[Statement, T]:
+    """Steps that need no SQL (a primitive a backend answers from memory)."""
+    return value
+    yield  # pragma: no cover - makes this a generator
+
 
 Mode = Literal["read", "snapshot", "write", "append", "maintain"]
 """How a unit runs: ``read`` (each statement sees committed data), ``snapshot`` (all of
@@ -47,149 +73,126 @@ class PlannedBatch:
     invalidations: list[Invalidation] = field(default_factory=list)
 
 
-class BatchReader(Protocol):
-    """What planning a write batch reads: its named predecessors and its key-slot holders."""
-
-    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]: ...
-    def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None: ...
-
-
-class BatchReads:
-    """The records a batch names and the live holders of its key slots, read (and, on
-    a server database, locked) before planning starts."""
-
-    def __init__(self, records: Iterable[MemoryRecord], slots: Iterable[Slot]) -> None:
-        self._by_id = {record.id: record for record in records}
-        wanted = {(scope_json(scope), kind, key) for scope, kind, key in slots}
-        self._holders: dict[tuple[str, str, str], MemoryRecord] = {
-            (scope_json(r.scope), r.kind, r.key): r
-            for r in self._by_id.values()
-            if r.key is not None and r.invalid_at is None and (scope_json(r.scope), r.kind, r.key) in wanted
-        }
-
-    def get_many(self, ids: Iterable[str]) -> dict[str, MemoryRecord]:
-        return {i: self._by_id[i] for i in ids if i in self._by_id}
-
-    def find_valid_keyed(self, scope: Scope, kind: str, key: str) -> MemoryRecord | None:
-        return self._holders.get((scope_json(scope), kind, key))
-
-
 class Session(Protocol):
     """A backend's primitives, valid inside one unit of work. Each returns an op; the
     unit's mode decides the transaction they share."""
 
-    def get_many(self, ids: Sequence[str], *, lock: bool = False) -> Op[dict[str, MemoryRecord]]:
+    def get_many(self, ids: Sequence[str], *, lock: bool = False) -> Steps[Statement, dict[str, MemoryRecord]]:
         """The records with these ids that exist (corrupt rows raise); ``lock`` holds them
         until the write unit ends."""
         ...
 
-    def batch_reads(self, ids: Sequence[str], slots: Sequence[Slot], scopes: Sequence[Scope]) -> Op[list[MemoryRecord]]:
+    def batch_reads(
+        self, ids: Sequence[str], slots: Sequence[Slot], scopes: Sequence[Scope]
+    ) -> Steps[Statement, list[MemoryRecord]]:
         """The records with these ids and the live holders of these key slots, after
         taking whatever locks writing into ``scopes`` needs."""
         ...
 
-    def insert(self, records: Sequence[MemoryRecord]) -> Op[None]: ...
-    def invalidate(self, changes: Sequence[Invalidation]) -> Op[None]: ...
-    def delete(self, record_id: str) -> Op[bool]: ...
-    def expired_ids(self, scope: Scope, now: datetime) -> Op[list[str]]: ...
+    def insert(self, records: Sequence[MemoryRecord]) -> Steps[Statement, None]: ...
+    def invalidate(self, changes: Sequence[Invalidation]) -> Steps[Statement, None]: ...
+    def delete(self, record_id: str) -> Steps[Statement, bool]: ...
+    def expired_ids(self, scope: Scope, now: datetime) -> Steps[Statement, list[str]]: ...
 
-    def tenant_of(self, record_id: str) -> Op[str | None]:
+    def tenant_of(self, record_id: str) -> Steps[Statement, str | None]:
         """The tenant of a stored record (a corrupt row's too), ``None`` if there is none."""
         ...
 
-    def ids_in_scopes(self, scope_ids: Sequence[int]) -> Op[list[str]]:
+    def ids_in_scopes(self, scope_ids: Sequence[int]) -> Steps[Statement, list[str]]:
         """The ids of every record in these scopes."""
         ...
 
-    def forget_in_events(self, tenant: str, record_ids: Sequence[str]) -> Op[int]:
+    def forget_in_events(self, tenant: str, record_ids: Sequence[str]) -> Steps[Statement, int]:
         """In the same transaction as forgetting ``record_ids``: every event of ``tenant``
         that names one of them loses its query preview (:func:`~memory_admin.events.forget_records`).
         Returns how many events changed."""
         ...
 
-    def scopes_under(self, scope: Scope, *, lock: bool) -> Op[list[tuple[int, Scope]]]:
+    def scopes_under(self, scope: Scope, *, lock: bool) -> Steps[Statement, list[tuple[int, Scope]]]:
         """Every stored scope containing ``scope``'s pairs, with its handle."""
         ...
 
-    def kind_counts(self, scope_ids: Sequence[int]) -> Op[dict[str, int]]: ...
-    def newest_ids(self, scope_ids: Sequence[int], limit: int) -> Op[list[str]]: ...
-    def erase_events(self, scope: Scope, *, dry_run: bool) -> Op[int]: ...
+    def kind_counts(self, scope_ids: Sequence[int]) -> Steps[Statement, dict[str, int]]: ...
+    def newest_ids(self, scope_ids: Sequence[int], limit: int) -> Steps[Statement, list[str]]: ...
+    def erase_events(self, scope: Scope, *, dry_run: bool) -> Steps[Statement, int]: ...
 
-    def drop_scopes(self, scope_ids: Sequence[int]) -> Op[None]:
+    def drop_scopes(self, scope_ids: Sequence[int]) -> Steps[Statement, None]:
         """Delete these scopes and every record in them."""
         ...
 
-    def search(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]: ...
+    def search(self, plan: SearchPlan) -> Steps[Statement, tuple[list[MemoryHit], Cursor | None]]: ...
 
-    def keyword_candidates(self, plan: SearchPlan, limit: int) -> Op[list[Candidate]]:
+    def keyword_candidates(self, plan: SearchPlan, limit: int) -> Steps[Statement, list[Candidate]]:
         """Up to ``limit`` best keyword matches of a ranked plan, best first, as a fusion's
         candidates: the same ranking as :meth:`search`, without reading their records. A
         large scope scores no more candidates than the plan's own page would
         (:func:`~memory_admin.store.ranking.fusion_budget`)."""
         ...
 
-    def count(self, plan: SearchPlan) -> Op[ScopeCounts]: ...
-    def facets(self, scope: Scope | None, values_per_key: int) -> Op[list[ScopeFacet]]: ...
-    def find_corrupt(self, scope: Scope | None, limit: int, max_rows: int | None) -> Op[CorruptionScan]: ...
-    def append_events(self, events: Sequence[AnyEvent]) -> Op[list[int]]: ...
+    def count(self, plan: SearchPlan) -> Steps[Statement, ScopeCounts]: ...
+    def facets(self, scope: Scope | None, values_per_key: int) -> Steps[Statement, list[ScopeFacet]]: ...
+    def find_corrupt(
+        self, scope: Scope | None, limit: int, max_rows: int | None
+    ) -> Steps[Statement, CorruptionScan]: ...
+    def append_events(self, events: Sequence[AnyEvent]) -> Steps[Statement, list[int]]: ...
 
-    def log_events(self, events: Sequence[AnyEvent], lost: int, withheld: int) -> Op[None]:
+    def log_events(self, events: Sequence[AnyEvent], lost: int, withheld: int) -> Steps[Statement, None]:
         """Append a batch of events (their ids are not needed) and add ``lost`` to the
         log's count of dropped events, ``withheld`` to its count of withheld ones."""
         ...
 
-    def events_missing(self) -> Op[tuple[int, int]]:
+    def events_missing(self) -> Steps[Statement, tuple[int, int]]:
         """The log's counts of dropped and of withheld events."""
         ...
 
-    def begin_forgetting(self) -> Op[None]:
+    def begin_forgetting(self) -> Steps[Statement, None]:
         """First in a unit that forgets (a delete, an erasure, a sweep): orders it against the event
         log's batches, so a batch commits either wholly before it (and is forgotten with
         the rest) or after it (and sees :meth:`mark_forgetting`'s mark)."""
         ...
 
-    def mark_forgetting(self, tenant: str, clock: Callable[[], datetime]) -> Op[None]:
+    def mark_forgetting(self, tenant: str, clock: Callable[[], datetime]) -> Steps[Statement, None]:
         """Last in a unit that forgets: mark that ``tenant`` forgot something, at
         ``clock()`` read as close before the commit as the backend can (after any index
         merge of its own). The store keeps the latest mark of each tenant: a time and a
         tenant, nothing forgotten."""
         ...
 
-    def forgetting_since(self, since: datetime) -> Op[dict[str, datetime]]:
+    def forgetting_since(self, since: datetime) -> Steps[Statement, dict[str, datetime]]:
         """The latest forgetting of each tenant that forgot something at ``since`` or
         later; read first in an event batch's unit (after taking whatever lock orders it
         against :meth:`begin_forgetting`)."""
         ...
 
-    def query_events(self, query: EventQuery) -> Op[list[StoredEvent]]: ...
-    def prune_events(self, before: datetime) -> Op[int]: ...
-    def import_events(self, events: Sequence[StoredEvent]) -> Op[int]: ...
+    def query_events(self, query: EventQuery) -> Steps[Statement, list[StoredEvent]]: ...
+    def prune_events(self, before: datetime) -> Steps[Statement, int]: ...
+    def import_events(self, events: Sequence[StoredEvent]) -> Steps[Statement, int]: ...
 
-    def scrub(self, wait: float) -> Op[bool]:
+    def scrub(self, wait: float) -> Steps[Statement, bool]:
         """After forgetting (``maintain`` mode): leave no forgotten byte in the store's
         files (checkpoint the write-ahead log), trying for up to ``wait`` seconds while
         readers hold older snapshots. ``True`` once nothing remains (at once where there
         is nothing to do)."""
         ...
 
-    def optimize(self) -> Op[None]: ...
+    def optimize(self) -> Steps[Statement, None]: ...
 
     # --- vectors (recall by meaning) -------------------------------------------------
 
-    def vector_space(self) -> Op[VectorSpace | None]:
+    def vector_space(self) -> Steps[Statement, VectorSpace | None]:
         """The model whose vectors the store holds, ``None`` before the first vector."""
         ...
 
-    def set_vector_space(self, space: VectorSpace | None) -> Op[None]:
+    def set_vector_space(self, space: VectorSpace | None) -> Steps[Statement, None]:
         """Record the store's model; ``None`` forgets every vector (a re-embed starts over)."""
         ...
 
-    def insert_vectors(self, vectors: Sequence[tuple[str, bytes]]) -> Op[None]:
+    def insert_vectors(self, vectors: Sequence[tuple[str, bytes]]) -> Steps[Statement, None]:
         """Store ``(record id, blob)`` pairs beside their records (in the records' unit);
         a record's vector goes when the record does."""
         ...
 
-    def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Op[list[Candidate]]:
+    def similar(self, plan: SearchPlan, limit: int, space: VectorSpace) -> Steps[Statement, list[Candidate]]:
         """Up to ``limit`` records closest to ``plan.vector`` among those every filter of
         the plan (scope, kinds, tags, keys, agent, ``as_of``, expiry, invalidation)
         admits — the plan's page of them at least, when that many pass — closest first,
@@ -197,19 +200,19 @@ class Session(Protocol):
         caller has read in this unit (:func:`~memory_admin.store.vectors.closest`)."""
         ...
 
-    def unembedded(self, limit: int) -> Op[list[MemoryRecord]]:
+    def unembedded(self, limit: int) -> Steps[Statement, list[MemoryRecord]]:
         """Up to ``limit`` records without a vector, oldest first (a backfill that
         stores their vectors and asks again resumes wherever it stopped)."""
         ...
 
-    def vector_counts(self) -> Op[tuple[int, int]]:
+    def vector_counts(self) -> Steps[Statement, tuple[int, int]]:
         """``(records with a vector, records)`` in the whole store."""
         ...
 
 
 @dataclass(frozen=True)
 class Compute(Generic[T]):
-    """Work a flow needs outside any transaction (embedding texts): the sync driver
+    """Work an operation needs outside any transaction (embedding texts): the sync driver
     calls ``run``, the async one awaits ``arun``, so a model or an HTTP endpoint never
     holds a connection or blocks the event loop."""
 
@@ -223,22 +226,22 @@ class Unit(Generic[T]):
     ``mode``."""
 
     mode: Mode
-    steps: Callable[[Session], Op[T]]
+    steps: Callable[[Session], Steps[Statement, T]]
 
 
-Flow = Generator[Unit[Any] | Compute[Any], Any, T]
-"""A whole operation: validation, the units it runs, what happens after they commit."""
+Work = Unit[Any] | Compute[Any]
+"""What a store operation's steps yield: ``Steps[Work, T]``."""
 
 
 __all__ = [
-    "BatchReader",
-    "BatchReads",
     "Compute",
-    "Flow",
     "Invalidation",
     "Mode",
     "PlannedBatch",
     "Session",
     "Slot",
+    "Statement",
     "Unit",
+    "Work",
+    "no_statements",
 ]

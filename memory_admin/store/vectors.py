@@ -18,37 +18,22 @@ numpy is imported only when vectors are first used (it comes with the ``semantic
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from memory_admin.embed.fusion import KEYWORD_WEIGHT, zscore_fusion
+from memory_admin import tuning
+from memory_admin.embed.fusion import zscore_fusion
 from memory_admin.embed.protocol import Vector, numpy
 from memory_admin.embed.quantize import int8_scores, scaled_sum, stack_blobs
 from memory_admin.records import MemoryHit, MemoryRecord, MemoryWriteInput
+from memory_admin.store.caches import LruCache
 from memory_admin.store.plan import Candidate
 
 if TYPE_CHECKING:
     from memory_admin.embed.protocol import Embedder
 
 K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-
-DEFAULT_CACHE_BYTES = 96 * 2**20
-"""What a store keeps of the vectors it searched: 56 bytes a record (its key and the
-signs of its vector), about 1.7 million records."""
-SCAN_CHUNK = 8192
-"""Stored vectors scored at a time: a tenant-wide scan never holds all of them as floats."""
-CENTRE_PRIOR = 20
-"""How many records' worth of the origin a searched collection's mean is shrunk towards
-(:func:`centre`): the mean of three records is mostly those records."""
-CENTRE_SAMPLE = 512
-"""Vectors a collection's mean is measured on: all of a smaller one, else this many
-spread over it (the mean of 512 unit vectors is within about 0.04 of the whole's)."""
-CENTRES_KEPT = 256
-"""Centres of large collections a process keeps (1.5 KB each)."""
 
 
 @dataclass(frozen=True)
@@ -61,47 +46,6 @@ class VectorSpace:
     @classmethod
     def of(cls, embedder: Embedder) -> VectorSpace:
         return cls(embedder.model_id, embedder.dimensions)
-
-
-class LruCache(Generic[K, V]):
-    """A thread-safe least-recently-used map holding at most ``size`` of ``weight`` (by
-    default, items); a value heavier than the whole is not kept."""
-
-    def __init__(self, size: int, weight: Callable[[V], int] | None = None) -> None:
-        self._size = size
-        self._weight = weight or (lambda _: 1)
-        self._items: OrderedDict[K, V] = OrderedDict()
-        self._total = 0
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: K, value: V) -> None:
-        weight = self._weight(value)
-        if weight > self._size:
-            return
-        with self._lock:
-            previous = self._items.pop(key, None)
-            if previous is not None:
-                self._total -= self._weight(previous)
-            self._items[key] = value
-            self._total += weight
-            while self._total > self._size:
-                _, evicted = self._items.popitem(last=False)
-                self._total -= self._weight(evicted)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._total = 0
 
 
 @dataclass(frozen=True)
@@ -122,8 +66,8 @@ class ScopeVectors:
         np = numpy()
         keys = np.fromiter((key for key, _ in rows), dtype=np.int64, count=len(rows))
         parts = []
-        for start in range(0, len(rows), SCAN_CHUNK):
-            codes, _ = stack_blobs([blob for _, blob in rows[start : start + SCAN_CHUNK]], dimensions)
+        for start in range(0, len(rows), tuning.SCAN_CHUNK):
+            codes, _ = stack_blobs([blob for _, blob in rows[start : start + tuning.SCAN_CHUNK]], dimensions)
             parts.append(np.packbits(codes > 0, axis=1))
         bits = np.concatenate(parts) if len(parts) > 1 else parts[0]
         return cls(version, keys, bits)
@@ -131,22 +75,22 @@ class ScopeVectors:
 
 def centre_keys(keys: Sequence[K]) -> list[K]:
     """Which of a collection's vectors (``keys`` in key order: the order they were
-    written) its centre is measured on: every one up to :data:`CENTRE_SAMPLE`, else that
+    written) its centre is measured on: every one up to :data:`~memory_admin.tuning.CENTRE_SAMPLE`, else that
     many spread evenly over the order."""
-    if len(keys) <= CENTRE_SAMPLE:
+    if len(keys) <= tuning.CENTRE_SAMPLE:
         return list(keys)
-    step = (len(keys) - 1) / (CENTRE_SAMPLE - 1)
-    return [keys[round(i * step)] for i in range(CENTRE_SAMPLE)]
+    step = (len(keys) - 1) / (tuning.CENTRE_SAMPLE - 1)
+    return [keys[round(i * step)] for i in range(tuning.CENTRE_SAMPLE)]
 
 
 def centre(rows: Sequence[tuple[Any, bytes]], count: int, dimensions: int) -> Vector | None:
     """The point a search measures similarity from: the mean of the collection it
     searches (``count`` vectors), taken over ``rows`` (:func:`centre_keys` of it), shrunk
-    towards the origin by ``count / (count +`` :data:`CENTRE_PRIOR` ``)`` so that a
+    towards the origin by ``count / (count +`` :data:`~memory_admin.tuning.CENTRE_PRIOR` ``)`` so that a
     handful of records is barely centred. ``None`` for an empty collection."""
     if not rows or count <= 0:
         return None
-    scale = count / (count + CENTRE_PRIOR) / len(rows)
+    scale = count / (count + tuning.CENTRE_PRIOR) / len(rows)
     shrunk: Vector = scaled_sum(*stack_blobs([blob for _, blob in rows], dimensions)) * numpy().float32(scale)
     return shrunk
 
@@ -163,9 +107,9 @@ class VectorCache:
     The file stays the only truth: the cache is rebuilt from it, never written back.
     """
 
-    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+    def __init__(self, max_bytes: int = tuning.VECTOR_CACHE_BYTES) -> None:
         self._scopes: LruCache[int, ScopeVectors] = LruCache(max_bytes, weight=lambda vectors: vectors.nbytes)
-        self.centres: LruCache[Hashable, Vector] = LruCache(CENTRES_KEPT)
+        self.centres: LruCache[Hashable, Vector] = LruCache(tuning.CENTRES_KEPT)
 
     def get(self, scope_id: int, version: int) -> ScopeVectors | None:
         found = self._scopes.get(scope_id)
@@ -208,14 +152,14 @@ def closest(
 ) -> list[tuple[K, float]]:
     """The ``limit`` rows most similar to ``query`` (cosine, exact over the int8 codes;
     measured from ``centre`` when given: see :func:`~memory_admin.embed.quantize.int8_scores`),
-    closest first; ties keep the rows' order. Scored :data:`SCAN_CHUNK` rows at a time."""
+    closest first; ties keep the rows' order. Scored :data:`~memory_admin.tuning.SCAN_CHUNK` rows at a time."""
     if not rows or limit <= 0:
         return []
     np = numpy()
     query32 = np.asarray(query, dtype=np.float32)
     parts = []
-    for start in range(0, len(rows), SCAN_CHUNK):
-        codes, scales = stack_blobs([blob for _, blob in rows[start : start + SCAN_CHUNK]], dimensions)
+    for start in range(0, len(rows), tuning.SCAN_CHUNK):
+        codes, scales = stack_blobs([blob for _, blob in rows[start : start + tuning.SCAN_CHUNK]], dimensions)
         parts.append(int8_scores(query32, codes, scales, centre))
     scores: Any = np.concatenate(parts) if len(parts) > 1 else parts[0]
     top = np.argpartition(-scores, limit - 1)[:limit] if len(rows) > limit else np.arange(len(rows))
@@ -253,14 +197,15 @@ def by_meaning(semantic: Sequence[Candidate]) -> list[Ranked]:
 
 def fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate]) -> list[Ranked]:
     """Both sides' candidates in one order (:func:`~memory_admin.embed.fusion.zscore_fusion`,
-    BM25 weighted :data:`~memory_admin.embed.fusion.KEYWORD_WEIGHT`, each lifted by its
-    context's best: :data:`~memory_admin.embed.fusion.CONTEXT_WEIGHT`), each carrying its
+    BM25 weighted :data:`~memory_admin.tuning.KEYWORD_WEIGHT`, each lifted by its
+    context's best: :data:`~memory_admin.tuning.CONTEXT_WEIGHT`), each carrying its
     keyword and semantic scores (and matched terms) beside the fused one."""
     terms = {c.id: c.terms for c in keyword}
     fused = zscore_fusion(
         {c.id: c.score for c in keyword},
         {c.id: c.score for c in semantic},
-        keyword_weight=KEYWORD_WEIGHT,
+        keyword_weight=tuning.KEYWORD_WEIGHT,
+        context_weight=tuning.CONTEXT_WEIGHT,
         contexts={c.id: c.context for c in (*semantic, *keyword) if c.context is not None},
     )
     return [
@@ -277,11 +222,6 @@ def fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate]) -> list[Ra
 
 
 __all__ = [
-    "CENTRE_PRIOR",
-    "CENTRE_SAMPLE",
-    "DEFAULT_CACHE_BYTES",
-    "SCAN_CHUNK",
-    "LruCache",
     "Ranked",
     "ScopeVectors",
     "VectorCache",

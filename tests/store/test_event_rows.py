@@ -1,6 +1,6 @@
 """An event batch is one statement over one JSON array of its rows (SQLite and PostgreSQL
 alike): whatever the text — quotes, backslashes, any script, a NUL in a query preview —
-every stored column must be what :func:`~memory_admin.store._sql.event_row` computes,
+every stored column must be what :func:`~memory_admin.store.sql.rows.event_row` computes,
 the body byte for byte."""
 
 from __future__ import annotations
@@ -21,11 +21,10 @@ from hypothesis import strategies as st
 
 from memory_admin.events import AnyEvent, MemoryRecallEvent, MemorySearchEvent, MemoryWriteEvent
 from memory_admin.store import BaseMemoryStore, SqliteMemoryStore
-from memory_admin.store._sql import EVENT_COLUMNS, Dialect, event_row
 from memory_admin.store.postgres import PostgresMemoryStore
-from memory_admin.store.postgres.search import DIALECT as POSTGRES
+from memory_admin.store.sql.dialect import POSTGRES, SQLITE, Dialect
+from memory_admin.store.sql.rows import EVENT_COLUMNS, event_row
 from memory_admin.store.sqlite import events_path
-from memory_admin.store.sqlite.session import DIALECT as SQLITE
 
 COLUMNS = ", ".join(name for name, _ in EVENT_COLUMNS)
 Logged = Callable[[list[AnyEvent], str], list[list[Any]]]

@@ -26,8 +26,8 @@ from memory_admin.errors import (
     SchemaVersionError,
 )
 from memory_admin.store import FullMemoryStore, InMemoryMemoryStore, RecordListQuery, open_store
-from memory_admin.store._sql import pair_token
 from memory_admin.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresMemoryStore
+from memory_admin.store.sql.rows import pair_token
 from memory_admin.tokenize import TERMS_IDENTITY
 from tests.postgres_cluster import REQUIRE_ALL_ENV, _unavailable, start_cluster
 
@@ -250,9 +250,9 @@ def test_a_forgetting_drops_the_records_built_in_this_process(postgres_url: str)
         gone, _ = store.write([rec("Dana drinks tea"), rec("Mei drinks tea")])
         for _ in range(3):
             store.search({"scope": U1, "limit": 10})
-        assert len(store._records) == 2
+        assert len(store._searcher.records) == 2
         store.delete(gone.id)
-        assert len(store._records) == 0
+        assert len(store._searcher.records) == 0
         assert [hit.record.content for hit in store.search({"scope": U1, "query": "tea", "limit": 10})] == [
             "Mei drinks tea"
         ]
@@ -311,7 +311,7 @@ def test_a_large_scope_ranks_its_rarest_token_first_and_a_common_one_by_its_newe
         store.optimize()  # ANALYZE: PostgreSQL's statistics now list "common" as in every record
         search = {"scope": U1, "query": "zebra common", "limit": 4}
         first = store.list_records(RecordListQuery.model_validate({"search": search}))
-        assert "common" in store._frequencies._shares, "the large-scope path ran"
+        assert "common" in store._searcher.frequencies._shares, "the large-scope path ran"
         # the record holding the rare token leads; the rest weigh the same, so the newest follow
         assert first.hits[0].record.id == oldest.id
         assert texts(first.hits)[1:] == ["common note n1199", "common note n1198", "common note n1197"]
@@ -329,7 +329,7 @@ def test_a_tenant_wide_search_over_many_scopes(postgres_url: str) -> None:
         store.write([rec("common elsewhere", OTHER)])
         store.optimize()
         hits = store.search({"scope": ACME, "query": "rare common", "limit": 3})
-        assert "common" in store._frequencies._shares, "the large-scope path ran"
+        assert "common" in store._searcher.frequencies._shares, "the large-scope path ran"
         assert hits[0].record.id == rare.id
         assert texts(hits[1:]) == ["common b2 19", "common b2 19"]
         assert texts(store.search({"scope": ACME, "limit": 3})) == ["common b2 19"] * 3

@@ -12,9 +12,9 @@ import pytest
 
 from memory_admin.errors import MemoryCorruptionError
 from memory_admin.store import SqliteMemoryStore, ranking
-from memory_admin.store._sql import RecordCache
+from memory_admin.store.sql.dialect import SQLITE
+from memory_admin.store.sql.rows import SQLITE_NAMES, RecordCache, RecordCodec
 from memory_admin.store.sqlite.search import DAY_US, Search, _day
-from memory_admin.store.sqlite.session import DIALECT
 
 U1 = {"tenant": "acme", "user": "u1"}
 
@@ -25,82 +25,87 @@ def store(tmp_path: Path) -> Iterator[SqliteMemoryStore]:
         yield opened
 
 
-def row(n: int, **changes: Any) -> dict[str, Any]:
+CODEC = RecordCodec(SQLITE_NAMES, SQLITE)
+
+
+def row(n: int, **changes: Any) -> tuple[Any, ...]:
     """A stored row as the SQLite backend reads it."""
-    return {
-        "rid": n,
-        "scope": '{"tenant":"acme","user":"u1"}',
-        "id": f"mem_{n}",
-        "kind": "fact",
-        "key": None,
-        "content": f"Fact number {n}.",
-        "tags": None,
-        "created_at": 1_767_600_000_000_000 + n,
-        "updated_at": None,
-        "invalid_at": None,
-        "invalid_reason": None,
-        "superseded_by": None,
-        "supersedes": None,
-        "expires_at": None,
-        "target": None,
-        "payload": None,
-        "supports": None,
-        "observed_at": None,
-        "provenance": '{"source":"test"}',
-        **changes,
-    }
+    return CODEC.values_of(
+        {
+            "rid": n,
+            "scope": '{"tenant":"acme","user":"u1"}',
+            "id": f"mem_{n}",
+            "kind": "fact",
+            "key": None,
+            "content": f"Fact number {n}.",
+            "tags": None,
+            "created_at": 1_767_600_000_000_000 + n,
+            "updated_at": None,
+            "invalid_at": None,
+            "invalid_reason": None,
+            "superseded_by": None,
+            "supersedes": None,
+            "expires_at": None,
+            "target": None,
+            "payload": None,
+            "supports": None,
+            "observed_at": None,
+            "provenance": '{"source":"test"}',
+            **changes,
+        }
+    )
 
 
 def test_a_row_is_kept_from_its_second_read() -> None:
-    cache = RecordCache(DIALECT.from_db_time)
-    first = cache(row(1))
+    cache = RecordCache(CODEC)
+    first = cache.record(row(1))
     assert len(cache) == 0  # read once: only its hash is remembered
-    second = cache(row(1))
+    second = cache.record(row(1))
     assert second is not first and second == first and len(cache) == 1
-    assert cache(row(1)) is second
+    assert cache.record(row(1)) is second
     assert second.content == "Fact number 1." and second.scope == U1
 
 
 def test_the_rows_seen_once_are_forgotten_in_bounded_memory() -> None:
-    cache = RecordCache(DIALECT.from_db_time, size=2)
+    cache = RecordCache(CODEC, size=2)
     for n in range(1, 20):
-        cache(row(n))
+        cache.record(row(n))
     assert len(cache) == 0 and len(cache._cache._seen) <= 8
-    cache(row(19))  # seen since the last emptying: kept now
+    cache.record(row(19))  # seen since the last emptying: kept now
     assert len(cache) == 1
 
 
 def test_a_changed_row_is_built_again() -> None:
-    cache = RecordCache(DIALECT.from_db_time)
-    live = cache(row(1))
-    invalidated = cache(row(1, invalid_at=1_767_700_000_000_000, invalid_reason="wrong"))
+    cache = RecordCache(CODEC)
+    live = cache.record(row(1))
+    invalidated = cache.record(row(1, invalid_at=1_767_700_000_000_000, invalid_reason="wrong"))
     assert live.invalid_at is None
     assert invalidated.invalid_at is not None and invalidated.invalid_reason == "wrong"
 
 
 def test_the_least_recently_read_leave_first() -> None:
-    cache = RecordCache(DIALECT.from_db_time, size=3)
-    kept = [(cache(row(n)), cache(row(n)))[1] for n in (1, 2, 3)]
-    cache(row(1))  # read again: now the most recent
-    cache(row(4))
-    cache(row(4))  # kept: row 2 leaves
+    cache = RecordCache(CODEC, size=3)
+    kept = [(cache.record(row(n)), cache.record(row(n)))[1] for n in (1, 2, 3)]
+    cache.record(row(1))  # read again: now the most recent
+    cache.record(row(4))
+    cache.record(row(4))  # kept: row 2 leaves
     assert len(cache) == 3
-    assert cache(row(1)) is kept[0] and cache(row(3)) is kept[2]
-    assert cache(row(2)) is not kept[1]
+    assert cache.record(row(1)) is kept[0] and cache.record(row(3)) is kept[2]
+    assert cache.record(row(2)) is not kept[1]
 
 
 def test_a_corrupt_row_raises_every_time_and_is_not_kept() -> None:
-    cache = RecordCache(DIALECT.from_db_time)
+    cache = RecordCache(CODEC)
     for _ in range(2):
         with pytest.raises(MemoryCorruptionError):
-            cache(row(1, kind="rumour"))
+            cache.record(row(1, kind="rumour"))
     assert len(cache) == 0
 
 
 def test_a_row_with_an_unhashable_value_is_built_every_time() -> None:
-    cache = RecordCache(DIALECT.from_db_time)
-    listed = row(1) | {"vector": [0.25, 0.5]}  # a column a driver gave as a list
-    first, second = cache(listed), cache(listed)
+    cache = RecordCache(CODEC)
+    listed = row(1, supports=bytearray(b'[{"source": "t"}]'))  # a column a driver gave as a mutable type
+    first, second = cache.record(listed), cache.record(listed)
     assert first == second and first is not second
     assert len(cache) == 0
 
@@ -117,7 +122,7 @@ def test_reads_through_the_store_reflect_an_invalidation(store: SqliteMemoryStor
 
 
 def test_a_scored_row_read_again_keeps_its_terms() -> None:
-    search = Search(DIALECT)
+    search = Search()
     stated = 1_767_600_000_000_000
     first = search.record_tokens("Dana drinks tea", '["drinks"]', stated)
     expected = ranking.record_tokens("Dana drinks tea", ["drinks"], _day(stated // DAY_US))

@@ -172,8 +172,8 @@ def test_a_large_scope_s_hybrid_page_is_nearly_the_exhaustive_one(
     page would; the page it makes stays the one every candidate would have made."""
     import random
 
+    from memory_admin import tuning
     from memory_admin.bench.corpus import Corpus
-    from memory_admin.store import _sql, ranking
 
     corpus, rng = Corpus(), random.Random(5)
     texts = [corpus.sentence(rng) for _ in range(1200)]  # past both exhaustive sizes
@@ -185,9 +185,9 @@ def test_a_large_scope_s_hybrid_page_is_nearly_the_exhaustive_one(
             return [[h.record.id for h in store.search({"scope": U1, "query": q, "limit": 10})] for q in queries]
 
         bounded = pages()
-        monkeypatch.setattr(ranking, "SMALL_SCOPE", 10**6)
-        monkeypatch.setattr(_sql, "SHORTLIST", 10**6)
-        monkeypatch.setattr(_sql, "PREFILTER_MIN", 10**6)
+        monkeypatch.setattr(tuning, "SMALL_SCOPE", 10**6)
+        monkeypatch.setattr(tuning, "SHORTLIST", 10**6)
+        monkeypatch.setattr(tuning, "PREFILTER_MIN", 10**6)
         exhaustive = pages()
     assert all(b[0] == e[0] for b, e in zip(bounded, exhaustive, strict=True)), "the best hit is always the same"
     overlap = [len(set(b) & set(e)) / 10 for b, e in zip(bounded, exhaustive, strict=True)]
@@ -195,7 +195,7 @@ def test_a_large_scope_s_hybrid_page_is_nearly_the_exhaustive_one(
 
 
 def test_a_tenant_s_vectors_are_read_a_few_scopes_at_a_time() -> None:
-    from memory_admin.store._sql import _groups
+    from memory_admin.store.sql.session import _groups
 
     sizes = {"a": 5000, "b": 3000, "c": 300, "d": 9000, "e": 10}
     groups = _groups(list(sizes), sizes.__getitem__, 8192)

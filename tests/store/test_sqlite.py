@@ -22,8 +22,8 @@ from memory_admin.errors import MemoryStoreError, SchemaVersionError
 from memory_admin.records import MemoryRecord
 from memory_admin.store import FullMemoryStore, InMemoryMemoryStore, SqliteMemoryStore, open_store
 from memory_admin.store.ranking import record_text
+from memory_admin.store.sql.dialect import id_key
 from memory_admin.store.sqlite import MIGRATIONS, SCHEMA_VERSION, terms
-from memory_admin.store.sqlite.session import id_key
 from memory_admin.tokenize import TERMS_IDENTITY, tokenize, words
 
 U1 = {"tenant": "acme", "user": "u1"}
@@ -76,7 +76,7 @@ def test_file_uses_wal_and_the_current_schema(tmp_path: Path) -> None:
 def test_an_older_file_migrates_in_place(tmp_path: Path) -> None:
     """A file written by the first release (schema 1, rows as that release wrote them)
     opens in the current one, which migrates it in place and finds everything."""
-    from memory_admin.store._sql import scope_tokens
+    from memory_admin.store.sql.rows import scope_tokens
     from memory_admin.store.sqlite.schema import statements as _statements
 
     path = tmp_path / "memory.sqlite3"
@@ -240,7 +240,7 @@ def test_a_reader_holding_a_snapshot_makes_the_scrub_pending_not_silent(tmp_path
     once, the call says within a bounded time that bytes remain (never a silent success,
     never the whole busy timeout), and scrub() finishes the job once the reader lets go."""
     from memory_admin.errors import MemoryScrubPendingError
-    from memory_admin.store.base import SCRUB_WAIT_S
+    from memory_admin.tuning import SCRUB_WAIT_S
 
     path = tmp_path / "memory.sqlite3"
     store = SqliteMemoryStore(path, busy_timeout=30.0)
@@ -303,10 +303,10 @@ def _stopword_stores(
 def test_large_scopes_rank_exactly_while_the_budget_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the candidate budget, candidates are gathered rarest token first with MaxScore
     pruning; while no token exhausts the budget the page equals the exhaustive ranking."""
-    from memory_admin.store import ranking
+    from memory_admin import tuning
 
-    monkeypatch.setattr(ranking, "CANDIDATE_BUDGET", 60)
-    monkeypatch.setattr(ranking, "SMALL_SCOPE", 100)
+    monkeypatch.setattr(tuning, "CANDIDATE_BUDGET", 60)
+    monkeypatch.setattr(tuning, "SMALL_SCOPE", 100)
     sqlite, memory = _stopword_stores(tmp_path, seed=3, records=400, rare=40, common_words=(3, 8), rare_words=(0, 2))
     checked = 0
     for query in ["rare3 the", "rare7 rare8 memory", "rare1", "rare12 and of", "rare30 rare31 rare32 the"]:

@@ -35,24 +35,19 @@ from memory_admin.errors import (
     SchemaVersionError,
 )
 from memory_admin.steps import arun_steps, run_steps
-from memory_admin.store._sql import (
-    RecordCache,
-    Statement,
+from memory_admin.store.base import BaseMemoryStore
+from memory_admin.store.core import full_capabilities
+from memory_admin.store.postgres.schema import (
+    MIGRATION_LOCK,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    reindex,
+    stored_version,
+    terms_current,
 )
-from memory_admin.store.base import (
-    BaseMemoryStore,
-    Mode,
-    Unit,
-    full_capabilities,
-)
-from memory_admin.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION, version_op
-from memory_admin.store.postgres.search import (
-    DIALECT,
-    TermFrequencies,
-    reindex_op,
-    terms_current_op,
-)
+from memory_admin.store.postgres.search import PostgresSearch
 from memory_admin.store.postgres.session import PostgresSession
+from memory_admin.store.session import Mode, Statement, Unit
 from memory_admin.store.vectors import VectorCache
 
 log = logging.getLogger(__name__)
@@ -143,9 +138,8 @@ class PostgresMemoryStore(BaseMemoryStore):
         self._log_pool: ConnectionPool[Any] | None = None
         self._log_lock = threading.Lock()
         self._closed = False
-        self._frequencies = TermFrequencies()
+        self._searcher = PostgresSearch()
         self._vector_cache = VectorCache()
-        self._records = RecordCache(DIALECT.from_db_time)
         self._pool: ConnectionPool[Any] = ConnectionPool(
             url,
             min_size=min_size,
@@ -283,7 +277,7 @@ class PostgresMemoryStore(BaseMemoryStore):
         a server crash may lose it, never corrupt anything)."""
         self._check_open()
         with self._errors(), (self._event_log_pool() if mode == "append" else self._pool).connection() as conn:
-            session, execute = PostgresSession(self._frequencies, self._records, self._vector_cache), _executor(conn)
+            session, execute = PostgresSession(self._searcher, self._vector_cache), _executor(conn)
             if mode in ("read", "maintain"):
                 yield session, execute
             elif mode == "snapshot":
@@ -306,7 +300,7 @@ class PostgresMemoryStore(BaseMemoryStore):
             pool = await self._async_pool()
             async with pool.connection() as conn:
                 session, execute = (
-                    PostgresSession(self._frequencies, self._records, self._vector_cache),
+                    PostgresSession(self._searcher, self._vector_cache),
                     _aexecutor(conn),
                 )
                 if mode in ("read", "maintain"):
@@ -336,7 +330,7 @@ class PostgresMemoryStore(BaseMemoryStore):
 
     def _forget_reads(self) -> None:
         super()._forget_reads()
-        self._records.clear()
+        self._searcher.records.clear()
 
     def _release(self) -> None:
         """Close the pools: the agents', the event log's and each loop's. Async pools are
@@ -376,15 +370,15 @@ class PostgresMemoryStore(BaseMemoryStore):
 
     def schema_version(self) -> int:
         with self._errors(), self._pool.connection() as conn:
-            return run_steps(version_op(), _executor(conn))
+            return run_steps(stored_version(), _executor(conn))
 
     def _migrate(self, migrations: Sequence[str] = MIGRATIONS) -> None:
         target = len(migrations)
         with self._errors(), self._pool.connection() as conn:
-            found = run_steps(version_op(), _executor(conn))
+            found = run_steps(stored_version(), _executor(conn))
             if found > target:
                 raise SchemaVersionError(self.location, found, target)
-            if found == target and run_steps(terms_current_op(), _executor(conn)):
+            if found == target and run_steps(terms_current(), _executor(conn)):
                 return
             # One migrator at a time; the others find the work done when they get in. The
             # lock is taken before the transaction begins: a transaction that waited for it
@@ -392,14 +386,14 @@ class PostgresMemoryStore(BaseMemoryStore):
             conn.execute("SELECT pg_advisory_lock(%s)", [MIGRATION_LOCK])
             try:
                 with conn.transaction():
-                    found = run_steps(version_op(), _executor(conn))
+                    found = run_steps(stored_version(), _executor(conn))
                     if found > target:
                         raise SchemaVersionError(self.location, found, target)
                     for version in range(found + 1, target + 1):
                         conn.execute(migrations[version - 1].encode())
                         conn.execute("UPDATE memory_schema SET version = %s", [version])
                     # after a stemmer change or the migration that introduced the terms
-                    run_steps(reindex_op(), _executor(conn))
+                    run_steps(reindex(), _executor(conn))
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", [MIGRATION_LOCK])
 

@@ -3,7 +3,12 @@ under an advisory lock so processes starting together migrate once."""
 
 from __future__ import annotations
 
-from memory_admin.store._sql import Op, Statement
+import json
+
+from memory_admin.steps import Steps
+from memory_admin.store.postgres.index import document
+from memory_admin.store.session import Statement
+from memory_admin.tokenize import TERMS_IDENTITY
 
 # --- schema ----------------------------------------------------------------------------
 
@@ -137,7 +142,7 @@ MIGRATIONS: list[str] = [
 MIGRATIONS.append(
     # 5: terms are stemmed and carry the day a record was stated: the identity of the terms
     # every tsvector holds; an empty one makes the store re-index each record in Python
-    # (search.reindex_op) in the migrating transaction
+    # (reindex below) in the migrating transaction
     """
     CREATE TABLE memory_terms_state (identity text NOT NULL);
     INSERT INTO memory_terms_state (identity) VALUES ('');
@@ -161,7 +166,8 @@ SCHEMA_VERSION = len(MIGRATIONS)
 MIGRATION_LOCK = 0x6D656D5F61646D31  # any constant; "mem_adm1" in ASCII
 
 
-def version_op() -> Op[int]:
+def stored_version() -> Steps[Statement, int]:
+    """The schema version the database holds (0 before the first migration)."""
     present = yield Statement("SELECT to_regclass('memory_schema') IS NOT NULL AS present")
     if not present[0]["present"]:
         return 0
@@ -169,4 +175,58 @@ def version_op() -> Op[int]:
     return int(rows[0]["version"]) if rows else 0
 
 
-__all__ = ["MIGRATIONS", "MIGRATION_LOCK", "SCHEMA_VERSION", "version_op"]
+REINDEX_BATCH = 2000
+"""Records re-indexed per round trip when the terms' identity changed."""
+
+
+def terms_current() -> Steps[Statement, bool]:
+    """Whether every record's tsvector holds this code's terms (:data:`TERMS_IDENTITY`)."""
+    present = yield Statement("SELECT to_regclass('memory_terms_state') IS NOT NULL AS present")
+    if not present[0]["present"]:
+        return True  # a ladder without the table has nothing to compare
+    rows = yield Statement("SELECT identity FROM memory_terms_state")
+    return bool(rows) and rows[0]["identity"] == TERMS_IDENTITY
+
+
+def _stored_tags(text: str | None) -> list[str]:
+    try:
+        loaded = json.loads(text) if text else []
+    except ValueError:
+        return [str(text)]  # a corrupt row stays indexable (its read reports it)
+    return [str(tag) for tag in loaded] if isinstance(loaded, list) else [str(text)]
+
+
+def reindex() -> Steps[Statement, int]:
+    """Recompute every record's terms and length (and the scopes' term counts) when they
+    were built under another identity; how many records it re-indexed. Batched by
+    :data:`REINDEX_BATCH`, in the caller's transaction; each record keeps its hidden
+    lexemes as stored."""
+    if (yield from terms_current()):
+        return 0
+    last, done = 0, 0
+    while True:
+        rows = yield Statement(
+            "SELECT seq, content, tags, coalesce(observed_at, created_at) AS stated, "
+            "ARRAY(SELECT u.lexeme FROM unnest(tsv) AS u WHERE starts_with(u.lexeme, ':')) AS hidden "
+            "FROM memory_records WHERE seq > %s ORDER BY seq LIMIT %s",
+            [last, REINDEX_BATCH],
+        )
+        if not rows:
+            break
+        documents = [document(row["content"], _stored_tags(row["tags"]), row["stated"], row["hidden"]) for row in rows]
+        yield Statement(
+            "UPDATE memory_records r SET tsv = v.tsv::tsvector, n_tokens = v.n "
+            "FROM unnest(%s::bigint[], %s::text[], %s::integer[]) AS v(seq, tsv, n) WHERE r.seq = v.seq",
+            [[row["seq"] for row in rows], [tsv for tsv, _ in documents], [n for _, n in documents]],
+        )
+        last, done = int(rows[-1]["seq"]), done + len(rows)
+    yield Statement(
+        "UPDATE memory_scopes s SET n_tokens = coalesce((SELECT sum(r.n_tokens) FROM memory_records r "
+        "WHERE r.scope_id = s.scope_id), 0)"
+    )
+    yield Statement("DELETE FROM memory_terms_state")
+    yield Statement("INSERT INTO memory_terms_state (identity) VALUES (%s)", [TERMS_IDENTITY])
+    return done
+
+
+__all__ = ["MIGRATIONS", "MIGRATION_LOCK", "SCHEMA_VERSION", "reindex", "stored_version", "terms_current"]

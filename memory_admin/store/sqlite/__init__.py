@@ -6,7 +6,8 @@ events commits there, so the memory file's readers keep their page caches), WAL,
 ``BEGIN IMMEDIATE`` for every write, an FTS5 external-content index over terms Python
 computes (:mod:`.terms`, registered on every connection), and a
 ``PRAGMA user_version`` migration ladder from 1 (:mod:`.schema`). Search lives in
-:mod:`.search`; this module holds the connections, the dialect and the primitives.
+:mod:`.search` and the primitives in :mod:`.session`; this module holds the connections,
+their transactions per mode and the file's migrations.
 
 Deleted and erased content does not survive in either file or their WALs:
 ``secure_delete`` zeroes freed space, the index is merged so no old segment keeps a
@@ -27,27 +28,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memory_admin.errors import MemoryBusyError, MemoryStoreError, SchemaVersionError
-from memory_admin.steps import run_steps
-from memory_admin.store._sql import (
-    Op,
-    Statement,
-    erase_events_op,
-    forget_in_events_op,
-)
-from memory_admin.store.base import (
-    BaseMemoryStore,
-    Mode,
-    full_capabilities,
-)
+from memory_admin.steps import Steps, run_steps
+from memory_admin.store.base import BaseMemoryStore
+from memory_admin.store.core import full_capabilities
+from memory_admin.store.session import Mode, Statement
 from memory_admin.store.sqlite import terms
 from memory_admin.store.sqlite.schema import EVENT_FILE_SCHEMA, MIGRATIONS, SCHEMA_VERSION, statements
-from memory_admin.store.sqlite.search import (
-    Search,
-)
+from memory_admin.store.sqlite.search import Search
 from memory_admin.store.sqlite.session import (
-    DIALECT,
     MERGE_INDEX,
-    SqliteDialect,
     SqliteSession,
     begin_immediate,
     execute_statement,
@@ -85,7 +74,7 @@ class SqliteMemoryStore(BaseMemoryStore):
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         self._closed = False
-        self._searcher = Search(DIALECT)
+        self._searcher = Search()
         self._vector_cache = VectorCache()
         self._migrate()
 
@@ -225,15 +214,15 @@ class SqliteMemoryStore(BaseMemoryStore):
                         conn.execute(f"PRAGMA user_version = {version}")
                     conn.execute("COMMIT")
                 terms.rebuild_if_stale(conn)
-                _settle_event_file(conn, self._busy_timeout)
+                _settle_event_file(conn, self._searcher, self._busy_timeout)
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.rollback()
                 raise self._translate(exc) from None
 
 
-def _drive_now(conn: sqlite3.Connection, op: Op[T]) -> T:
-    return run_steps(op, lambda statement: execute_statement(conn, statement))
+def _drive_now(conn: sqlite3.Connection, steps: Steps[Statement, T]) -> T:
+    return run_steps(steps, lambda statement: execute_statement(conn, statement))
 
 
 def _clear_owed(conn: sqlite3.Connection, owed: Sequence[int]) -> None:
@@ -268,7 +257,7 @@ def _log_inside(conn: sqlite3.Connection) -> bool:
     return found.fetchone() is not None
 
 
-def _settle_event_file(conn: sqlite3.Connection, busy_timeout: float) -> None:
+def _settle_event_file(conn: sqlite3.Connection, searcher: Search, busy_timeout: float) -> None:
     """Make the event file whole when a store opens the memory file: its table; the rows
     of a log still inside the memory file (a file from before the move, a restored
     backup), copied and only then dropped there; and what a forgetting still owes the log
@@ -284,13 +273,14 @@ def _settle_event_file(conn: sqlite3.Connection, busy_timeout: float) -> None:
         if _log_inside(conn):  # another process's open may have dropped it meanwhile
             conn.execute("DROP TABLE main.memory_events")
         conn.execute("COMMIT")
+    session = SqliteSession(searcher, busy_timeout, owing=False)  # doing what was owed owes nothing new
     for owed_id, tenant, record_ids, scope in conn.execute(
         "SELECT id, tenant, record_ids, scope FROM memory_events_owed ORDER BY id"
     ).fetchall():
         _drive_now(conn, begin_immediate(busy_timeout))
         if scope is not None:
-            _drive_now(conn, erase_events_op(DIALECT, json.loads(scope), dry_run=False))
-        _drive_now(conn, forget_in_events_op(DIALECT, tenant, json.loads(record_ids)))
+            _drive_now(conn, session.erase_events(json.loads(scope), dry_run=False))
+        _drive_now(conn, session.forget_in_events(tenant, json.loads(record_ids)))
         conn.execute("COMMIT")
         conn.execute("DELETE FROM memory_events_owed WHERE id = ?", [owed_id])
 
@@ -313,7 +303,6 @@ def sqlite_file_stats(path: str | os.PathLike[str]) -> dict[str, int]:
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
-    "SqliteDialect",
     "SqliteMemoryStore",
     "database_files",
     "events_path",

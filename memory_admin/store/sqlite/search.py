@@ -15,53 +15,34 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
+from memory_admin import tuning
 from memory_admin.errors import MemoryStoreError
 from memory_admin.records import MemoryHit, MemoryRecord
-from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, scope_json
+from memory_admin.scope import AGENT_KEY, TENANT_KEY, Scope, scope_json, visible_scopes
+from memory_admin.steps import Steps
 from memory_admin.store import ranking
-from memory_admin.store._sql import (
-    AGENT_MARK,
-    RECORD_COLUMNS,
-    Dialect,
-    Op,
-    ReadAgainCache,
-    RecordCache,
-    Statement,
-    filter_tokens,
-    record_filters,
-    tenant_pair_token,
-    visible_candidates,
-)
+from memory_admin.store.caches import ReadAgainCache
 from memory_admin.store.plan import Candidate, Cursor, SearchPlan, context
+from memory_admin.store.session import Statement
+from memory_admin.store.sql.dialect import SQLITE, json_list, record_filters
+from memory_admin.store.sql.rows import (
+    AGENT_MARK,
+    RECORD_FROM,
+    SQLITE_NAMES,
+    SQLITE_SELECT,
+    RecordCache,
+    RecordCodec,
+    filter_tokens,
+    tenant_pair_token,
+)
 from memory_admin.store.sqlite.terms import memory_terms
 
-PROVENANCE_COLUMNS = ("source", "author", "conversation_id", "run_id")
-RECORD_SELECT = (
-    "SELECT r.rid AS rid, s.scope AS scope, "
-    + ", ".join(f"r.{c} AS {c}" for c in RECORD_COLUMNS if c != "provenance")
-    # provenance is four plain columns here (queryable, and half the bytes of its JSON)
-    + ", json_object("
-    + ", ".join(f"'{c}', r.{c}" for c in PROVENANCE_COLUMNS)
-    + ") AS provenance"
-)
-RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.scope_id"
-RECORD_NAMES = ("rid", "scope", *(c for c in RECORD_COLUMNS if c != "provenance"), "provenance")
-"""The columns of :data:`RECORD_SELECT`, in order."""
-_RID, _CREATED = RECORD_NAMES.index("rid"), RECORD_NAMES.index("created_at")
-DF_SAMPLE = 2000
-"""Document frequencies above this are estimated from how far back the newest matches reach."""
+_RID, _CREATED = SQLITE_NAMES.index("rid"), SQLITE_NAMES.index("created_at")
 _SCORED_COLUMNS = (
     "SELECT r.rid, r.id, r.scope_id, r.content, r.tags, r.created_at, coalesce(r.observed_at, r.created_at)"
 )
-
-# What a small scope's search costs either way, in µs, measured on a 1M-record file: an
-# index probe walks the token's whole posting list (FTS5 seeks through it: ~20 µs plus
-# ~3.5 µs a thousand postings), and every record scored — read and tokenized — costs ~7 µs.
-PROBE_US = 20.0
-POSTING_US = 0.0035
-SCORED_ROW_US = 7.0
 
 
 def reading_is_cheaper(frequency: int, docs: int, scope_size: int, unseen: int) -> bool:
@@ -70,12 +51,12 @@ def reading_is_cheaper(frequency: int, docs: int, scope_size: int, unseen: int) 
     ``docs``: the probe walks the token's posting list and scores what it finds (about
     the scope's share of the token's matches), the read scores every unseen record."""
     found = min(unseen, scope_size * frequency / max(docs, 1))
-    return SCORED_ROW_US * unseen < PROBE_US + POSTING_US * frequency + SCORED_ROW_US * found
+    return (
+        tuning.SCORED_ROW_US * unseen < tuning.PROBE_US + tuning.POSTING_US * frequency + tuning.SCORED_ROW_US * found
+    )
 
 
 DAY_US = 86_400_000_000
-TOKEN_CACHE_SIZE = 8192
-"""Scored rows whose terms a store keeps (about a megabyte)."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -85,60 +66,54 @@ def _day(index: int) -> datetime:
     return datetime.fromtimestamp(index * 86_400, UTC)
 
 
-def json_list(values: Iterable[Any]) -> str:
-    return json.dumps(list(values))
-
-
 def quote(token: str) -> str:
     # tokens hold letters and digits only, so quoting cannot be escaped out of
     return '"' + token.replace('"', '""') + '"'
 
 
-class Scopes:
-    """Which stored scopes a search reaches: ``(scope_id, n_records)`` pairs."""
+# --- which stored scopes a search reaches: (scope_id, n_records) pairs ------------------
 
-    @staticmethod
-    def subset(scope: Scope, agent: str | None) -> Op[list[tuple[int, int]]]:
-        """Every stored scope containing ``scope``'s pairs."""
-        # the tenant column narrows; the other pairs' (small) scope lists are intersected
-        pairs = [(key, value) for key, value in scope.items() if key != TENANT_KEY]
-        sql = "SELECT s.scope_id, s.n_records FROM memory_scopes s WHERE s.tenant = ?"
-        params: list[Any] = [scope[TENANT_KEY]]
-        if pairs:
-            sql += (
-                " AND s.scope_id IN ("
-                + " INTERSECT ".join(
-                    "SELECT scope_id FROM memory_scope_pairs WHERE key = ? AND value = ?" for _ in pairs
-                )
-                + ")"
-            )
-            params += [item for pair in pairs for item in pair]
-        if agent is not None:
-            sql += (
-                " AND NOT EXISTS (SELECT 1 FROM memory_scope_pairs a WHERE a.scope_id = s.scope_id "
-                "AND a.key = ? AND a.value <> ?)"
-            )
-            params += [AGENT_KEY, agent]
-        rows = yield Statement(sql, params, raw=True)
-        return [(int(r[0]), int(r[1])) for r in rows]
 
-    @staticmethod
-    def visible(viewer: Scope, agent: str | None) -> Op[list[tuple[int, int]]]:
-        """Every stored scope whose pairs all lie in ``viewer``."""
-        candidates = [scope_json(s) for s in visible_candidates(viewer, agent)]
-        rows = yield Statement(
-            "SELECT scope_id, n_records FROM memory_scopes WHERE scope IN (SELECT value FROM json_each(?))",
-            [json_list(candidates)],
-            raw=True,
+def stored_subset(scope: Scope, agent: str | None) -> Steps[Statement, list[tuple[int, int]]]:
+    """Every stored scope containing ``scope``'s pairs (the agent convention applied)."""
+    # the tenant column narrows; the other pairs' (small) scope lists are intersected
+    pairs = [(key, value) for key, value in scope.items() if key != TENANT_KEY]
+    sql = "SELECT s.scope_id, s.n_records FROM memory_scopes s WHERE s.tenant = ?"
+    params: list[Any] = [scope[TENANT_KEY]]
+    if pairs:
+        sql += (
+            " AND s.scope_id IN ("
+            + " INTERSECT ".join("SELECT scope_id FROM memory_scope_pairs WHERE key = ? AND value = ?" for _ in pairs)
+            + ")"
         )
-        return [(int(r[0]), int(r[1])) for r in rows]
+        params += [item for pair in pairs for item in pair]
+    if agent is not None:
+        sql += (
+            " AND NOT EXISTS (SELECT 1 FROM memory_scope_pairs a WHERE a.scope_id = s.scope_id "
+            "AND a.key = ? AND a.value <> ?)"
+        )
+        params += [AGENT_KEY, agent]
+    rows = yield Statement(sql, params, raw=True)
+    return [(int(r[0]), int(r[1])) for r in rows]
 
-    @classmethod
-    def reached(cls, plan: SearchPlan) -> Op[list[tuple[int, int]]]:
-        query = plan.query
-        if query.scope_match == "visible":
-            return (yield from cls.visible(query.scope, query.agent))
-        return (yield from cls.subset(query.scope, query.agent))
+
+def stored_visible(viewer: Scope, agent: str | None) -> Steps[Statement, list[tuple[int, int]]]:
+    """Every stored scope whose pairs all lie in ``viewer`` (:func:`~memory_admin.scope.visible_scopes`)."""
+    candidates = [scope_json(s) for s in visible_scopes(viewer, agent)]
+    rows = yield Statement(
+        "SELECT scope_id, n_records FROM memory_scopes WHERE scope IN (SELECT value FROM json_each(?))",
+        [json_list(candidates)],
+        raw=True,
+    )
+    return [(int(r[0]), int(r[1])) for r in rows]
+
+
+def stored_reached(plan: SearchPlan) -> Steps[Statement, list[tuple[int, int]]]:
+    """The stored scopes a plan reaches, by its scope match."""
+    query = plan.query
+    if query.scope_match == "visible":
+        return (yield from stored_visible(query.scope, query.agent))
+    return (yield from stored_subset(query.scope, query.agent))
 
 
 class TermStatistics:
@@ -164,12 +139,12 @@ class TermStatistics:
             self._mark = -1
             self._df.clear()
 
-    def statistics(self, tokens: Sequence[str]) -> Op[tuple[int, float, dict[str, int]]]:
+    def statistics(self, tokens: Sequence[str]) -> Steps[Statement, tuple[int, float, dict[str, int]]]:
         top = int((yield Statement("SELECT coalesce(max(rid), 0) FROM memory_records", raw=True))[0][0])
         with self._lock:
             # small stores refresh on any change (it is cheap); large ones when they grew 5%
             changed = top != self._mark and (top < 10_000 or abs(top - self._mark) > self._mark // 20)
-            if changed or time.monotonic() - self._at > ranking.STATS_TTL_S:
+            if changed or time.monotonic() - self._at > tuning.STATS_TTL_S:
                 yield from self._refresh(top)
             known = {t: self._df[t] for t in tokens if t in self._df}
             docs, average = self._docs, self._average
@@ -182,7 +157,7 @@ class TermStatistics:
             self._df.update(known)
         return docs, average, known
 
-    def _refresh(self, top: int) -> Op[None]:
+    def _refresh(self, top: int) -> Steps[Statement, None]:
         rows = yield Statement("SELECT coalesce(sum(n_records), 0) FROM memory_scopes", raw=True)
         self._docs = int(rows[0][0])
         # a sample for the average length, in the index's own terms, which a corrupt row
@@ -198,29 +173,40 @@ class TermStatistics:
         self._at = time.monotonic()
 
     @staticmethod
-    def _frequency(token: str, top: int, docs: int) -> Op[int]:
+    def _frequency(token: str, top: int, docs: int) -> Steps[Statement, int]:
         rows = yield Statement(
             "SELECT min(rid), count(*) FROM (SELECT rowid AS rid FROM memory_fts WHERE memory_fts MATCH ? "
             "ORDER BY rowid DESC LIMIT ?)",
-            [f"terms : {quote(token)}", DF_SAMPLE],
+            [f"terms : {quote(token)}", tuning.DF_SAMPLE],
             raw=True,
         )
         oldest, count = rows[0]
         matched = int(count)
-        if matched < DF_SAMPLE:
+        if matched < tuning.DF_SAMPLE:
             return matched
         return min(docs, round(matched * top / max(top - int(oldest) + 1, 1)))
 
 
-class Search:
-    """The search primitive of a SQLite store."""
+class _Held(NamedTuple):
+    """What ranking learnt of a candidate, for its hit or its fusion candidate."""
 
-    def __init__(self, dialect: Dialect) -> None:
-        self.d = dialect
+    stored_id: Any
+    parts: dict[str, float]
+    scope_id: int
+    stated: int
+
+
+class Search:
+    """The search primitive of a SQLite store, and what it keeps of its reads."""
+
+    def __init__(self) -> None:
+        self.d = SQLITE
         self.terms = TermStatistics()
-        self.records = RecordCache(dialect.from_db_time)
-        """The records this store built last (:class:`~memory_admin.store._sql.RecordCache`)."""
-        self.tokens: ReadAgainCache[tuple[str, str | None, int], tuple[str, ...]] = ReadAgainCache(TOKEN_CACHE_SIZE)
+        self.records = RecordCache(RecordCodec(SQLITE_NAMES, SQLITE))
+        """The records this store built last (:class:`~memory_admin.store.sql.rows.RecordCache`)."""
+        self.tokens: ReadAgainCache[tuple[str, str | None, int], tuple[str, ...]] = ReadAgainCache(
+            tuning.TOKEN_CACHE_SIZE
+        )
         """The terms of the candidates this store scored last, by (content, tags, day):
         a tenant's shared records are scored in most of its users' searches."""
 
@@ -239,24 +225,20 @@ class Search:
             lambda: tuple(ranking.record_tokens(content, json.loads(tags) if tags else (), _day(day))),
         )
 
-    def __call__(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+    def page(self, plan: SearchPlan) -> Steps[Statement, tuple[list[MemoryHit], Cursor | None]]:
+        """A page of a listing (newest first) or of a ranked search (most relevant first)."""
         if plan.ranked:
             return (yield from self._ranked(plan))
         return (yield from self._recent(plan))
 
-    def _named(self, values: tuple[Any, ...]) -> dict[str, Any]:
-        row = dict(zip(RECORD_NAMES, values, strict=True))
-        row["id"] = self.d.id_text(row["id"])
-        return row
-
     def read_records(self, rows: Iterable[tuple[Any, ...]]) -> list[MemoryRecord]:
-        """The records of raw :data:`RECORD_SELECT` rows, however they were read (a row
-        read again is looked up as it came, not named or built: a recall reads a user's
-        profile records each time)."""
-        return [self.records.from_values(row, self._named) for row in rows]
+        """The records of raw :data:`~memory_admin.store.sql.rows.SQLITE_SELECT` rows,
+        however they were read (a row read again is looked up as it came, not built: a
+        recall reads a user's profile records each time)."""
+        return [self.records.record(row) for row in rows]
 
-    def _recent(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
-        scopes = yield from Scopes.reached(plan)
+    def _recent(self, plan: SearchPlan) -> Steps[Statement, tuple[list[MemoryHit], Cursor | None]]:
+        scopes = yield from stored_reached(plan)
         matching = sum(n for _, n in scopes)
         if matching <= 0:
             return [], None
@@ -265,9 +247,9 @@ class Search:
             filters += " AND (r.created_at, r.rid) < (?, ?)"
             params += [plan.cursor.created_us, plan.cursor.seq]
         order = "ORDER BY r.created_at DESC, r.rid DESC LIMIT ?"
-        select = RECORD_SELECT + " FROM memory_records r {index} JOIN memory_scopes s ON s.scope_id = r.scope_id"
+        select = SQLITE_SELECT + " FROM memory_records r {index} JOIN memory_scopes s ON s.scope_id = r.scope_id"
         args: list[Any]
-        if len(scopes) <= ranking.FEW_SCOPES:
+        if len(scopes) <= tuning.FEW_SCOPES:
             # a few scopes: walk each one's index newest-first, stop at the limit, merge;
             # the scopes' text is joined to the page only (joined inside, the planner
             # sorts each scope's every row instead of walking its index)
@@ -278,7 +260,7 @@ class Search:
                 f"WHERE r.scope_id = ? AND {filters} {order})"
             )
             sql = (
-                RECORD_SELECT
+                SQLITE_SELECT
                 + " FROM ("
                 + " UNION ALL ".join([part] * len(scopes))
                 + ") r JOIN memory_scopes s ON s.scope_id = r.scope_id "
@@ -305,16 +287,16 @@ class Search:
         return hits, None
 
     @staticmethod
-    def _filter_expression(plan: SearchPlan) -> Op[tuple[str, int] | None]:
+    def _filter_expression(plan: SearchPlan) -> Steps[Statement, tuple[str, int] | None]:
         """The hidden-token part of a MATCH (scope, kinds, the agent convention) and how
         many records the scope holds. ``None`` when no stored scope can match."""
         query = plan.query
         parts: list[str] = []
         if query.scope_match == "visible":
-            scopes = yield from Scopes.visible(query.scope, None)
+            scopes = yield from stored_visible(query.scope, None)
             parts.append("meta : (" + " OR ".join(f"s{sid}" for sid, _ in scopes) + ")")
         else:
-            scopes = yield from Scopes.subset(query.scope, None)
+            scopes = yield from stored_subset(query.scope, None)
             parts.append("meta : (" + " AND ".join(filter_tokens(query.scope)) + ")")
         if not scopes:
             return None
@@ -326,28 +308,28 @@ class Search:
             expression = f"({expression}) NOT (meta : ({AGENT_MARK} NOT {mine}))"
         return expression, sum(n for _, n in scopes)
 
-    def _raise_corrupt(self, rid: int) -> Op[NoReturn]:
-        rows = yield Statement(RECORD_SELECT + RECORD_FROM + " WHERE r.rid = ?", [rid], raw=True)
+    def _raise_corrupt(self, rid: int) -> Steps[Statement, NoReturn]:
+        rows = yield Statement(SQLITE_SELECT + RECORD_FROM + " WHERE r.rid = ?", [rid], raw=True)
         self.read_records(rows)  # raises MemoryCorruptionError with the raw row
         raise MemoryStoreError(f"row {rid} failed to index but validates; run PRAGMA integrity_check")
 
-    def _ranked(self, plan: SearchPlan) -> Op[tuple[list[MemoryHit], Cursor | None]]:
+    def _ranked(self, plan: SearchPlan) -> Steps[Statement, tuple[list[MemoryHit], Cursor | None]]:
         found = yield from self._rank(plan, plan.needed)
         if found is None:
             return [], None
         ranked, held = found
         page = ranked[plan.offset : plan.offset + plan.limit]
         rows = yield Statement(
-            RECORD_SELECT + RECORD_FROM + " WHERE r.rid IN (SELECT value FROM json_each(?))",
-            [json_list(rid for _, _, rid in page)],
+            SQLITE_SELECT + RECORD_FROM + " WHERE r.rid IN (SELECT value FROM json_each(?))",
+            [json_list(hit.key for hit in page)],
             raw=True,
         )
         by_rid = {row[_RID]: record for row, record in zip(rows, self.read_records(rows), strict=True)}
-        hits = [MemoryHit(record=by_rid[rid], score=value, terms=held[rid][1]) for value, _, rid in page]
+        hits = [MemoryHit(record=by_rid[hit.key], score=hit.score, terms=held[hit.key].parts) for hit in page]
         more = len(ranked) > plan.offset + plan.limit
         return hits, Cursor(offset=plan.offset + plan.limit) if more else None
 
-    def candidates(self, plan: SearchPlan, limit: int) -> Op[list[Candidate]]:
+    def candidates(self, plan: SearchPlan, limit: int) -> Steps[Statement, list[Candidate]]:
         """The ``limit`` best keyword matches as fusion candidates: ids, scores and term
         parts, all known from ranking (no record is read for them). In a large scope it
         scores no more candidates than the plan's own page would
@@ -357,17 +339,17 @@ class Search:
             return []
         ranked, held = found
         candidates = []
-        for value, _, rid in ranked[:limit]:
-            stored_id, parts, (scope_id, stated) = held[rid]
-            where = context(scope_id, self.d.from_db_time(stated))
-            candidates.append(Candidate(self.d.id_text(stored_id), value, parts, where))
+        for hit in ranked[:limit]:
+            found_out = held[hit.key]
+            where = context(found_out.scope_id, self.d.from_db_time(found_out.stated))
+            candidates.append(Candidate(self.d.id_text(found_out.stored_id), hit.score, found_out.parts, where))
         return candidates
 
     def _rank(
         self, plan: SearchPlan, needed: int, budget: int | None = None
-    ) -> Op[tuple[list[tuple[float, Any, int]], dict[int, Any]] | None]:
+    ) -> Steps[Statement, tuple[list[ranking.Scored], dict[int, _Held]] | None]:
         """Relevance search: FTS5 finds candidates, BM25 ranks them in Python. Returns
-        the ranking (score, created, rid) and each candidate's stored id and term parts;
+        the ranking and what it learnt of each candidate (:class:`_Held`);
         ``None`` when no stored scope can match. ``budget`` caps the candidates a large
         scope scores (by default :func:`~memory_admin.store.ranking.candidate_budget`).
 
@@ -376,7 +358,7 @@ class Search:
         query. Instead, weights come from cached document frequencies and candidates are
         gathered token by token, rarest first (:class:`~memory_admin.store.ranking.MaxScore`).
         The ranking is exact in scopes of up to
-        :data:`~memory_admin.store.ranking.SMALL_SCOPE` records (no candidate budget; once
+        :data:`~memory_admin.tuning.SMALL_SCOPE` records (no candidate budget; once
         probing a token would cost more than reading the scope's unseen rows,
         :func:`reading_is_cheaper`, they are read and scored instead), and in larger ones
         unless a token's matches exhaust the candidate budget; then the most common
@@ -391,10 +373,9 @@ class Search:
         budget = budget or ranking.candidate_budget(needed)
         filters, params = record_filters(self.d, plan)
         candidates = ranking.Candidates()
-        # rid → its stored id, term parts, and (scope id, stated) for its context
-        held: dict[int, tuple[Any, dict[str, float], tuple[int, int]]] = {}
+        held: dict[int, _Held] = {}
 
-        def matches(token: str, limit: int) -> Op[list[int]]:
+        def matches(token: str, limit: int) -> Steps[Statement, list[int]]:
             rows = yield Statement(
                 "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
                 [f"({scope_filter}) AND (terms : {quote(token)})", limit],
@@ -402,7 +383,7 @@ class Search:
             )
             return [int(row[0]) for row in rows]
 
-        def score_rows(rows: Iterable[tuple[Any, ...]], *, matched: bool) -> Op[int]:
+        def score_rows(rows: Iterable[tuple[Any, ...]], *, matched: bool) -> Steps[Statement, int]:
             added = 0
             for rid, stored_id, scope_id, content, tags, created, stated in rows:
                 try:
@@ -414,11 +395,11 @@ class Search:
                 parts = ranking.token_contributions(tokens, average, weights)
                 if matched or parts:  # every weight is positive: no part means no query word
                     candidates.add(rid, sum(parts.values()), created)
-                    held[rid] = (stored_id, parts, (scope_id, stated))
+                    held[rid] = _Held(stored_id, parts, scope_id, stated)
                     added += 1
             return added
 
-        def score(rids: Sequence[int]) -> Op[int]:
+        def score(rids: Sequence[int]) -> Steps[Statement, int]:
             added = 0
             for start in range(0, len(rids), 500):
                 rows = yield Statement(
@@ -430,7 +411,7 @@ class Search:
                 added += yield from score_rows(rows, matched=True)
             return added
 
-        small = scope_size <= max(ranking.SMALL_SCOPE, budget)
+        small = scope_size <= max(tuning.SMALL_SCOPE, budget)
         by_rarity = sorted(plan.tokens, key=lambda t: frequencies[t])
         if small:
             # ranked exactly: a budget no token can exhaust (every fetch may take all of the
@@ -444,7 +425,7 @@ class Search:
             if small:
                 unseen = scope_size - len(candidates)
                 if reading_is_cheaper(frequencies[token], docs, scope_size, unseen):
-                    scope_ids = json_list(sid for sid, _ in (yield from Scopes.reached(plan)))
+                    scope_ids = json_list(sid for sid, _ in (yield from stored_reached(plan)))
                     rows = yield Statement(
                         _SCORED_COLUMNS + " FROM memory_records r "
                         f"WHERE r.scope_id IN (SELECT value FROM json_each(?)) AND {filters}",
@@ -458,14 +439,4 @@ class Search:
         return candidates.ranked(), held
 
 
-__all__ = [
-    "DF_SAMPLE",
-    "PROVENANCE_COLUMNS",
-    "RECORD_FROM",
-    "RECORD_SELECT",
-    "Scopes",
-    "Search",
-    "TermStatistics",
-    "json_list",
-    "quote",
-]
+__all__ = ["Search", "TermStatistics", "quote", "stored_reached", "stored_subset", "stored_visible"]

@@ -1,0 +1,88 @@
+"""Every number the store's search, ranking and caches were tuned with, in one place.
+
+Each was chosen by measurement (docs/benchmarks/ names the runs); none is part of the
+contract, so a change here changes speed or ranking quality, never what a search may
+return. The contract's own limits — content size, page size, batch size — are the
+store's capabilities (:mod:`memory_admin.store.core`); recall's defaults are its public
+arguments (:mod:`memory_admin.recall`).
+"""
+
+from __future__ import annotations
+
+# --- keyword search: the candidate loop (memory_admin.store.ranking) ----------------------
+
+SMALL_SCOPE = 500
+"""Scopes of up to this many records are ranked exhaustively, from one index query."""
+CANDIDATE_BUDGET = 120
+"""In larger scopes, at most this many candidates are scored per search (more when a
+page needs more): past it, the commonest query tokens contribute only their newest
+matches, so a query of stopwords ranks recent memories rather than the whole tenant."""
+FEW_SCOPES = 16
+"""A search or listing reaching at most this many stored scopes walks each one's own
+index and merges; past it, one index over the tenant."""
+STATS_TTL_S = 300.0
+"""Seconds a process trusts its cached corpus statistics."""
+
+# --- keyword search on SQLite (memory_admin.store.sqlite.search) --------------------------
+
+DF_SAMPLE = 2000
+"""Document frequencies above this are estimated from how far back the newest matches reach."""
+# What a small scope's search costs either way, in µs, measured on a 1M-record file: an
+# index probe walks the token's whole posting list (FTS5 seeks through it: ~20 µs plus
+# ~3.5 µs a thousand postings), and every record scored — read and tokenized — costs ~7 µs.
+PROBE_US = 20.0
+POSTING_US = 0.0035
+SCORED_ROW_US = 7.0
+
+# --- search by meaning (memory_admin.store.vectors, memory_admin.store.sql.session) -------
+
+SHORTLIST = 400
+"""Vectors a semantic search scores exactly: all of a scope that holds at most this many,
+else the ones whose signs agree most with the query's."""
+PREFILTER_FACTOR = 4
+PREFILTER_MIN = 200
+"""A semantic search filters the ``max(limit × PREFILTER_FACTOR, PREFILTER_MIN)`` closest
+vectors of its scopes; fewer than ``limit`` passing means one full filtered scan."""
+SCAN_CHUNK = 8192
+"""Stored vectors scored at a time: a tenant-wide scan never holds all of them as floats."""
+CENTRE_PRIOR = 20
+"""How many records' worth of the origin a searched collection's mean is shrunk towards
+(:func:`~memory_admin.store.vectors.centre`): the mean of three records is mostly those records."""
+CENTRE_SAMPLE = 512
+"""Vectors a collection's mean is measured on: all of a smaller one, else this many
+spread over it (the mean of 512 unit vectors is within about 0.04 of the whole's)."""
+
+# --- hybrid fusion (memory_admin.embed.fusion) --------------------------------------------
+# chosen on LoCoMo's development split only; docs/benchmarks/semantic.md has the curve
+
+KEYWORD_WEIGHT = 0.5
+"""BM25's share of the fused score (the dev split's curve peaks here)."""
+CONTEXT_WEIGHT = 0.2
+"""How much of the best fused score among the candidates stated in its context (the same
+scope, the same day) a candidate gains: what was said together is recalled together."""
+FUSION_CANDIDATES = 100
+"""How many hits each side contributes before fusion."""
+
+# --- what a store object keeps of its reads ------------------------------------------------
+
+RECORD_CACHE_SIZE = 4096
+"""Records a SQL store keeps built (a few megabytes)."""
+TOKEN_CACHE_SIZE = 8192
+"""Scored rows whose terms a SQLite store keeps (about a megabyte)."""
+VECTOR_CACHE_BYTES = 96 * 2**20
+"""What a store keeps of the vectors it searched: 56 bytes a record (its key and the
+signs of its vector), about 1.7 million records."""
+CENTRES_KEPT = 256
+"""Centres of large collections a process keeps (1.5 KB each)."""
+QUERY_VECTOR_CACHE = 256
+"""Query embeddings a store keeps (the next page, the count walk, a repeated question)."""
+
+# --- housekeeping --------------------------------------------------------------------------
+
+ADOPT_INTERVAL_S = 30.0
+"""How often a store without an embedder checks whether its vectors' model has appeared."""
+SCRUB_WAIT_S = 2.0
+"""How long delete, erase and sweep wait for readers' old snapshots before they report
+the scrub pending (instead of holding the caller for the whole busy timeout)."""
+FORGET_SCAN_CHUNK = 1000
+"""Events a forgetting reads at a time while it removes the previews that name what it forgot."""
