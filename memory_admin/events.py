@@ -81,12 +81,17 @@ class MemoryRecallEvent(_Event):
     count: int
     chars: int
     budget_chars: int
+    profile_budget_chars: int | None = None
+    """The profile tier's slice of the budget (``None``: an event from before it was logged)."""
+    scope_match: ScopeMatch = "visible"
     truncated: bool
     deferred: int
     record_ids: list[str]
     deferred_ids: list[str] = Field(default_factory=list)
     # why each deferred record stayed out: "profile_slice" or "budget"
     deferred_reasons: dict[str, str] = Field(default_factory=dict)
+    deferred_tiers: dict[str, str] = Field(default_factory=dict)
+    """The tier each deferred record was a candidate of."""
     tiers: dict[str, int] = Field(default_factory=dict)
     fallback: bool = False
     preview_run: bool = False

@@ -41,20 +41,22 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from memory_admin.errors import MemoryValidationError
 from memory_admin.events import EventSink, MemoryRecallEvent, agent_of, deliver, preview
-from memory_admin.records import MemoryHit, MemoryRecord, MemorySearchQuery, utc_now
-from memory_admin.scope import AGENT_KEY, Scope, ScopeMatch, canonical_scope
-from memory_admin.steps import arun_steps, run_steps
+from memory_admin.records import MemoryHit, MemoryRecord, MemorySearchQuery, parse_model, utc_now
+from memory_admin.scope import Scope, ScopeMatch, canonical_scope, read_view
+from memory_admin.steps import Steps, arun_steps, run_steps
 from memory_admin.store.protocol import EventLogStore, MemoryStore
 from memory_admin.store.ranking import record_tokens
 from memory_admin.tokenize import unique_tokens
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 DEFAULT_BUDGET_CHARS = 4000
 DEFAULT_PROFILE_BUDGET_RATIO = 0.4
@@ -107,6 +109,40 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class RecallOptions(_Frozen):
+    """How a recall block is assembled: every argument of :func:`assemble_recall` but the
+    store, the scope, the message, ``now`` and ``sink`` (which say where and when, not how)."""
+
+    agent: str | None = None
+    """Applies the agent convention: the agent's own records join the shared ones."""
+    budget_chars: int = Field(DEFAULT_BUDGET_CHARS, ge=MIN_BUDGET_CHARS)
+    """Bounds ``len(result.block)``, delimiters, header and marker included."""
+    profile_budget_ratio: float = Field(DEFAULT_PROFILE_BUDGET_RATIO, ge=0.0, le=1.0)
+    """The share of the budget that bounds the profile tier."""
+    pin_candidates: int = Field(0, ge=0)
+    """Targeted records pinned (0: off)."""
+    max_hits: int = Field(DEFAULT_MAX_HITS, ge=0)
+    """Bounds the hits and the recent tiers."""
+    scope_match: ScopeMatch = "visible"
+    show_ids: bool = True
+    """Record ids in the entries, so an agent can supersede what it recalls."""
+    preview_run: bool = False
+    """Marks the event as a preview, kept out of the dashboard's production graphs."""
+
+
+class RecallArgs(TypedDict, total=False):
+    """:class:`RecallOptions` as keyword arguments (what a type checker checks them against)."""
+
+    agent: str | None
+    budget_chars: int
+    profile_budget_ratio: float
+    pin_candidates: int
+    max_hits: int
+    scope_match: ScopeMatch
+    show_ids: bool
+    preview_run: bool
+
+
 class RecallReport(_Frozen):
     """What went into a recall block and what did not, and why."""
 
@@ -133,8 +169,26 @@ class RecallReport(_Frozen):
     query_clipped: bool
     """True when the user text was longer than :data:`RECALL_QUERY_CHARS` and clipped."""
     deferred_tiers: dict[str, Tier] = {}
-    """The tier each deferred record was a candidate of (not in the event: it is the
-    preview's detail)."""
+    """The tier each deferred record was a candidate of."""
+
+    def event(self, *, at: datetime, query: str | None, preview_run: bool, duration_ms: float) -> MemoryRecallEvent:
+        """The ``agent.memory.recall`` event of this report: its own fields, and the when,
+        the message (clipped for the log) and the duration of the recall it reports."""
+        query_preview, preview_clipped = preview(query)
+        return MemoryRecallEvent(
+            at=at,
+            agent=self.agent or agent_of(self.scope),
+            query_preview=query_preview,
+            query_clipped=preview_clipped,
+            preview_run=preview_run,
+            duration_ms=duration_ms,
+            **self.model_dump(include=_EVENT_FIELDS),
+        )
+
+
+_EVENT_FIELDS = (set(MemoryRecallEvent.model_fields) & set(RecallReport.model_fields)) - {"agent", "query_clipped"}
+"""What a recall's event takes from its report as it is (the report's ``query_clipped`` is
+about the search's clip, the event's about its preview's)."""
 
 
 class RecallResult(_Frozen):
@@ -147,26 +201,6 @@ class RecallResult(_Frozen):
     hits: tuple[MemoryHit, ...] = ()
     """The keyword search's answers, in rank order, with whatever scores the store gave
     (an inspector explains the hits tier's order from them)."""
-
-
-def read_view(scope: Mapping[str, str], agent: str | None, scope_match: ScopeMatch = "visible") -> Scope:
-    """The scope filter a recall or toolbox read uses for ``scope`` and ``agent``.
-
-    With visible match an agent's view includes its own ``agent=`` records, so the
-    agent pair joins the viewer's scope; the store's ``agent`` filter then keeps other
-    agents' records out inside the query. A scope that names a different agent than
-    ``agent`` is a contradiction and refused.
-    """
-    canonical = canonical_scope(scope)
-    owner = canonical.get(AGENT_KEY)
-    if agent is not None and owner is not None and owner != agent:
-        raise MemoryValidationError(
-            f"The scope belongs to agent {owner!r} but the caller is agent {agent!r}; bind one of them.",
-            [{"loc": "agent", "msg": "contradicts the scope's agent key"}],
-        )
-    if agent is not None and owner is None and scope_match == "visible":
-        return canonical_scope({**canonical, AGENT_KEY: agent})
-    return canonical
 
 
 def clip_query(text: str, limit: int = RECALL_QUERY_CHARS) -> tuple[str, bool]:
@@ -269,40 +303,17 @@ class _Plan:
     """Validated arguments, and the store queries each tier needs."""
 
     def __init__(
-        self,
-        store: MemoryStore,
-        scope: Mapping[str, str],
-        query: str | None,
-        *,
-        agent: str | None,
-        budget_chars: int,
-        profile_budget_ratio: float,
-        pin_candidates: int,
-        max_hits: int,
-        scope_match: ScopeMatch,
-        show_ids: bool,
+        self, store: MemoryStore, scope: Mapping[str, str], query: str | None, options: RecallArgs | RecallOptions
     ) -> None:
-        problems = []
-        if budget_chars < MIN_BUDGET_CHARS:
-            problems.append({"loc": "budget_chars", "msg": f"at least {MIN_BUDGET_CHARS}"})
-        if not 0.0 <= profile_budget_ratio <= 1.0:
-            problems.append({"loc": "profile_budget_ratio", "msg": "between 0 and 1"})
-        if pin_candidates < 0:
-            problems.append({"loc": "pin_candidates", "msg": "0 (off) or more"})
-        if max_hits < 0:
-            problems.append({"loc": "max_hits", "msg": "0 or more"})
-        if problems:
-            raise MemoryValidationError(
-                "Invalid recall options: " + "; ".join(f"{p['loc']} must be {p['msg']}" for p in problems), problems
-            )
+        self.options = opts = parse_model(RecallOptions, options, what="recall options")
         self.scope = canonical_scope(scope)
-        self.agent = agent
-        self.scope_match = scope_match
-        self.view = read_view(self.scope, agent, scope_match)
-        self.budget_chars = budget_chars
-        self.profile_chars = profile_slice_chars(budget_chars, profile_budget_ratio)
-        self.pin_candidates = pin_candidates
-        self.max_hits = max_hits
+        self.agent = opts.agent
+        self.scope_match = opts.scope_match
+        self.view = read_view(self.scope, opts.agent, opts.scope_match)
+        self.budget_chars = opts.budget_chars
+        self.profile_chars = profile_slice_chars(opts.budget_chars, opts.profile_budget_ratio)
+        self.pin_candidates = opts.pin_candidates
+        self.max_hits = opts.max_hits
         self.raw_query = query
         clipped, self.query_clipped = clip_query(query) if query is not None else ("", False)
         self.query_terms = frozenset(unique_tokens(clipped))
@@ -311,8 +322,8 @@ class _Plan:
         self.max_limit = capabilities.max_limit
         self.by_meaning = capabilities.search != "keyword"
         """Hits come by meaning too (a store with an embedder): any record may be one."""
-        self.show_ids = show_ids
-        self.room = budget_chars - frame_chars(show_ids=show_ids)
+        self.show_ids = show_ids = opts.show_ids
+        self.room = opts.budget_chars - frame_chars(show_ids=show_ids)
         """What the entries, headings and any marker may take."""
         self._lines: dict[str, str] = {}
 
@@ -390,16 +401,13 @@ class _Candidates:
         return len({r.id for tier in (self.profile, self.pinned, self.hits, self.recent) for r in tier})
 
 
-_Steps = Generator[MemorySearchQuery, list[MemoryHit], _Candidates]
-
-
 def shares_term(record: MemoryRecord, terms: frozenset[str]) -> bool:
     """Whether ``record`` holds one of these match terms (its content, tags and stated
     day, as keyword search matches it)."""
     return not terms.isdisjoint(record_tokens(record.content, record.tags, record.observed_at))
 
 
-def _gather(plan: _Plan) -> _Steps:
+def _gather(plan: _Plan) -> Steps[MemorySearchQuery, _Candidates]:
     """The store queries, as a generator: the sync and async drivers run the same steps."""
     found = _Candidates()
     if plan.profile_chars > 0:
@@ -461,14 +469,7 @@ def _layout(plan: _Plan, found: _Candidates, room: int) -> _Layout:
     return layout
 
 
-def _finish(
-    plan: _Plan,
-    found: _Candidates,
-    *,
-    now: datetime,
-    started: float,
-    preview_run: bool,
-) -> RecallResult:
+def _finish(plan: _Plan, found: _Candidates, *, now: datetime, started: float) -> RecallResult:
     layout = _layout(plan, found, plan.room)
     if layout.deferred:
         # something stays out, so the marker needs room; reserve it for the largest
@@ -507,34 +508,13 @@ def _finish(
         query_clipped=plan.query_clipped,
         deferred_tiers={record_id: layout.deferred_tiers[record_id] for record_id in layout.deferred},
     )
-    query_preview, preview_clipped = preview(plan.raw_query)
-    event = MemoryRecallEvent(
+    event = report.event(
         at=now,
-        scope=plan.scope,
-        agent=plan.agent or agent_of(plan.scope),
-        query_preview=query_preview,
-        query_clipped=preview_clipped,
-        count=report.count,
-        chars=report.chars,
-        budget_chars=report.budget_chars,
-        truncated=report.truncated,
-        deferred=report.deferred,
-        record_ids=report.record_ids,
-        deferred_ids=report.deferred_ids,
-        deferred_reasons=dict(report.deferred_reasons),
-        tiers=dict(report.tiers),
-        fallback=report.fallback,
-        preview_run=preview_run,
+        query=plan.raw_query,
+        preview_run=plan.options.preview_run,
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
     )
     return RecallResult(block=block, report=report, records=records, event=event, hits=found.scored)
-
-
-def _deliver(store: MemoryStore, event: MemoryRecallEvent, sink: EventSink | None) -> None:
-    if sink is not None:
-        deliver([sink], event)
-    elif isinstance(store, EventLogStore):
-        store.emit(event)
 
 
 def assemble_recall(
@@ -542,49 +522,32 @@ def assemble_recall(
     scope: Mapping[str, str],
     query: str | None = None,
     *,
-    agent: str | None = None,
-    budget_chars: int = DEFAULT_BUDGET_CHARS,
-    profile_budget_ratio: float = DEFAULT_PROFILE_BUDGET_RATIO,
-    pin_candidates: int = 0,
     now: datetime | None = None,
     sink: EventSink | None = None,
-    max_hits: int = DEFAULT_MAX_HITS,
-    scope_match: ScopeMatch = "visible",
-    show_ids: bool = True,
-    preview_run: bool = False,
+    **options: Unpack[RecallArgs],
 ) -> RecallResult:
     """Assemble the turn-1 recall block for ``scope`` and the first user message.
 
     ``query`` is the first user message (``None`` for a profile + recency block); it
-    is clipped to :data:`RECALL_QUERY_CHARS` first. ``agent`` applies the agent
-    convention. ``budget_chars`` (at least :data:`MIN_BUDGET_CHARS`) bounds
-    ``len(result.block)``; ``profile_budget_ratio`` of it bounds the profile tier.
-    ``pin_candidates`` pins up to that many targeted records (0: off). ``max_hits``
-    bounds the hits and recent tiers. ``show_ids`` puts record ids in entries so an
-    agent can supersede what it recalls. ``now`` stamps the event (default: when
-    assembly starts); ``sink`` receives the event instead of the store; ``preview_run``
-    marks it as a preview, kept out of the dashboard's production graphs.
+    is clipped to :data:`RECALL_QUERY_CHARS` first. ``options`` are
+    :class:`RecallOptions`' fields (``agent``, ``budget_chars``, ``profile_budget_ratio``,
+    ``pin_candidates``, ``max_hits``, ``scope_match``, ``show_ids``, ``preview_run``);
+    one it refuses is a :class:`~memory_admin.errors.MemoryValidationError`. ``now``
+    stamps the event (default: when assembly starts); ``sink`` receives the event instead
+    of the store.
 
     Returns a :class:`RecallResult`; ``block`` is ``""`` when nothing is remembered.
     Store errors (busy, corruption) propagate as :class:`~memory_admin.errors.MemoryStoreError`;
     a failing sink or event log never fails the recall.
     """
     started, stamped = time.perf_counter(), now or utc_now()  # stamped before any read, like a search's event
-    plan = _Plan(
-        store,
-        scope,
-        query,
-        agent=agent,
-        budget_chars=budget_chars,
-        profile_budget_ratio=profile_budget_ratio,
-        pin_candidates=pin_candidates,
-        max_hits=max_hits,
-        scope_match=scope_match,
-        show_ids=show_ids,
-    )
+    plan = _Plan(store, scope, query, options)
     found = run_steps(_gather(plan), lambda q: store.search(q, emit_event=False))
-    result = _finish(plan, found, now=stamped, started=started, preview_run=preview_run)
-    _deliver(store, result.event, sink)
+    result = _finish(plan, found, now=stamped, started=started)
+    if sink is not None:
+        deliver([sink], result.event)
+    elif isinstance(store, EventLogStore):
+        store.emit(result.event)
     return result
 
 
@@ -593,33 +556,15 @@ async def aassemble_recall(
     scope: Mapping[str, str],
     query: str | None = None,
     *,
-    agent: str | None = None,
-    budget_chars: int = DEFAULT_BUDGET_CHARS,
-    profile_budget_ratio: float = DEFAULT_PROFILE_BUDGET_RATIO,
-    pin_candidates: int = 0,
     now: datetime | None = None,
     sink: EventSink | None = None,
-    max_hits: int = DEFAULT_MAX_HITS,
-    scope_match: ScopeMatch = "visible",
-    show_ids: bool = True,
-    preview_run: bool = False,
+    **options: Unpack[RecallArgs],
 ) -> RecallResult:
     """The async twin of :func:`assemble_recall`: the same block, through ``asearch``."""
-    started, stamped = time.perf_counter(), now or utc_now()  # stamped before any read, like a search's event
-    plan = _Plan(
-        store,
-        scope,
-        query,
-        agent=agent,
-        budget_chars=budget_chars,
-        profile_budget_ratio=profile_budget_ratio,
-        pin_candidates=pin_candidates,
-        max_hits=max_hits,
-        scope_match=scope_match,
-        show_ids=show_ids,
-    )
+    started, stamped = time.perf_counter(), now or utc_now()
+    plan = _Plan(store, scope, query, options)
     found = await arun_steps(_gather(plan), lambda q: store.asearch(q, emit_event=False))
-    result = _finish(plan, found, now=stamped, started=started, preview_run=preview_run)
+    result = _finish(plan, found, now=stamped, started=started)
     if sink is not None:
         deliver([sink], result.event)  # a sink runs on the caller's thread, as in the sync twin
     elif isinstance(store, EventLogStore):
@@ -634,6 +579,8 @@ __all__ = [
     "MIN_BUDGET_CHARS",
     "RECALL_QUERY_CHARS",
     "ProfilePlacement",
+    "RecallArgs",
+    "RecallOptions",
     "RecallReport",
     "RecallResult",
     "aassemble_recall",
@@ -643,7 +590,6 @@ __all__ = [
     "frame_chars",
     "place_profile",
     "profile_slice_chars",
-    "read_view",
     "render_entry",
     "truncation_marker",
 ]

@@ -18,11 +18,11 @@ from memory_admin.recall import (
     assemble_recall,
     entry_chars,
     frame_chars,
-    read_view,
     render_entry,
     truncation_marker,
 )
 from memory_admin.records import MemorySearchQuery
+from memory_admin.scope import read_view
 from memory_admin.store import BaseMemoryStore
 
 DANA = {"tenant": "acme", "user": "dana"}
@@ -469,3 +469,11 @@ def test_when_the_slice_may_not_fit_the_room_every_profile_record_holds_a_place(
     limits = hits_limits(store, monkeypatch)
     assemble_recall(store, DANA, "Lisbon", budget_chars=1000, profile_budget_ratio=1.0, max_hits=2)
     assert limits == [2 + 3], "which profile records go in is known only at layout"
+
+
+def test_the_keyword_arguments_are_the_options_model() -> None:
+    """``assemble_recall``'s keyword arguments are declared for type checkers apart from
+    the model that validates them: the two name the same options."""
+    from memory_admin.recall import RecallArgs, RecallOptions
+
+    assert set(RecallArgs.__annotations__) == set(RecallOptions.model_fields)

@@ -17,7 +17,7 @@ from django.http import QueryDict
 
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.redaction import QUOTE_RUN_CHARS, QUOTE_WORDS, quote_error, quoted_fragment
-from memory_admin.dashboard.scopes import MAX_SCOPE_TEXT, ScopeField
+from memory_admin.dashboard.scope_resolver import MAX_SCOPE_TEXT, ScopeField
 from memory_admin.errors import MemoryValidationError
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, MIN_BUDGET_CHARS
 from memory_admin.records import (

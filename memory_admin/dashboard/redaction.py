@@ -37,7 +37,7 @@ QUOTE_WORDS = 3
 QUOTE_MIN_CHARS = 16
 QUOTE_RUN_CHARS = 20
 MIN_REPLACED_CHARS = 3  # shorter erased values ("a", "42") are not hunted for in free text
-_SALT = "memory_admin.dashboard.audit.scope-value"
+_SALT = "memory_admin.dashboard.audit_log.scope-value"
 _WORD = re.compile(r"[^\W_]+")
 
 

@@ -3,8 +3,8 @@ so a page of 25 can say "1–25 of 44" and "17 live of 24 — 7 invalidated, hid
 a record's state at a moment (what an as-of listing shows).
 
 Counting walks the listing itself (not a separate count query), so the numbers are the
-rows a reader would page through: the same filters, the same grants. The walk stops at
-``cap`` records; past that the counts say "more than".
+rows a reader would page through: the same filters, the same grants — once, whatever it
+hides. The walk stops at ``cap`` records; past that the counts say "more than".
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Literal
 from memory_admin.records import MemoryRecord
 from memory_admin.scope import Scope
 from memory_admin.store import AdminMemoryStore, RecordListQuery
+from memory_admin.store.plan import Cursor
 
 COUNT_CAP = 1000
 RecordState = Literal["live", "superseded", "invalidated", "expired", "unwritten"]
@@ -66,34 +67,35 @@ def count_listing(
     cap: int = COUNT_CAP,
 ) -> ListingCounts:
     """Counts for ``query`` (a page of which is ``page``), among the records ``visible``
-    lets the reader see. Hidden records are told apart by their state at the listing's
-    as-of time (``now`` without one)."""
+    lets the reader see, from one walk: of the listing itself when it hides nothing, else
+    of the listing with everything it hides, each record told apart by the listing's own
+    rules (invalidated by its as-of time, expired by ``now``). A ranked page's position is
+    its cursor's; a recency page's, where the walk meets its first record."""
     start = query.model_copy(update={"cursor": None})
-    listed_ids = _walk(store, start, visible, cap)
-    listed = len(listed_ids) if len(listed_ids) <= cap else None
-    first = listed_ids.index(page[0].id) + 1 if page and page[0].id in listed_ids else None
     hides_invalidated = not query.search.include_invalidated
     hides_expired = not query.include_expired
-    if not (hides_invalidated or hides_expired):
-        return ListingCounts(listed, first, len(page), listed, 0, 0, cap)
-    everything_query = start.model_copy(
-        update={"search": start.search.model_copy(update={"include_invalidated": True}), "include_expired": True}
-    )
-    shown_ids = set(listed_ids)
-    at = query.search.as_of or now
-    every = 0
-    invalidated = expired = 0
-    for record in _records(store, everything_query, visible, cap):
+    if hides_invalidated or hides_expired:
+        start = start.model_copy(
+            update={"search": start.search.model_copy(update={"include_invalidated": True}), "include_expired": True}
+        )
+    as_of = query.search.as_of
+    listed = every = invalidated = expired = 0
+    first: int | None = None
+    for record in _records(store, start, visible, cap):
         every += 1
-        if record.id in shown_ids:
-            continue
-        state = record_state(record, at)
-        if state in ("invalidated", "superseded"):
+        if hides_invalidated and record.invalid_at is not None and (as_of is None or record.invalid_at <= as_of):
             invalidated += 1
-        elif state == "expired":
+        elif hides_expired and record.is_expired(now):
             expired += 1
+        else:
+            listed += 1
+            if page and record.id == page[0].id:
+                first = listed
+    if page and query.search.query is not None:
+        cursor = Cursor.decode(query.cursor) if query.cursor else None
+        first = (cursor.offset or 0) + 1 if cursor is not None else 1
     return ListingCounts(
-        listed=listed,
+        listed=listed if every <= cap else None,
         first=first,
         shown=len(page),
         everything=every if every <= cap else None,
@@ -109,7 +111,3 @@ def _records(
     """The listing's visible records, at most ``cap + 1`` of them (one more says "more")."""
     allowed = (record for record in store.iter_records(query, page_size=min(cap + 1, 500)) if visible(record.scope))
     return islice(allowed, cap + 1)
-
-
-def _walk(store: AdminMemoryStore, query: RecordListQuery, visible: Callable[[Scope], bool], cap: int) -> list[str]:
-    return [record.id for record in _records(store, query, visible, cap)]

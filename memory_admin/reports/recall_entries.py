@@ -19,16 +19,13 @@ from memory_admin.events import MemoryRecallEvent
 from memory_admin.recall import (
     DEFAULT_MAX_HITS,
     TIERS,
-    RecallReport,
-    RecallResult,
     entry_chars,
     profile_slice_chars,
-    read_view,
     render_entry,
 )
-from memory_admin.records import MemoryHit, MemoryRecord, utc_now
+from memory_admin.records import MemoryHit, MemoryRecord
 from memory_admin.reports.listing import record_state
-from memory_admin.scope import Scope, ScopeMatch, scope_matches, visible_to_agent
+from memory_admin.scope import Scope, ScopeMatch, read_view, scope_matches, visible_to_agent
 from memory_admin.store.protocol import AdminMemoryStore, MemoryStore, RecordListQuery
 from memory_admin.tokenize import tokenize, unique_tokens
 
@@ -322,62 +319,58 @@ class RecallAccount:
 def account_recall(
     store: AdminMemoryStore,
     allows: Callable[[Scope], bool],
-    recall: MemoryRecallEvent | RecallResult | RecallReport,
+    event: MemoryRecallEvent,
     *,
+    hits: Sequence[MemoryHit] = (),
     message: str | None = None,
 ) -> RecallAccount:
-    """The accounting of a logged recall event or of a freshly assembled recall (a
-    :class:`RecallResult`, whose search scores explain the hits; ``message`` is the text
-    it was given); records that ``allows`` refuses, or that are gone, are shown by id only."""
-    hits: dict[str, MemoryHit] = {}
-    if isinstance(recall, RecallResult):
-        hits = {hit.record.id: hit for hit in recall.hits}
-        recall = recall.report
-    if isinstance(recall, MemoryRecallEvent):
-        message = recall.query_preview
-        profile_chars = profile_slice_chars(recall.budget_chars)
-        deferred_tiers: dict[str, str] = {}
-        at, match, agent = recall.at, "visible", recall.agent
-    else:
-        profile_chars = recall.profile_budget_chars
-        deferred_tiers = {str(k): str(v) for k, v in recall.deferred_tiers.items()}
-        at, match, agent = utc_now(), recall.scope_match, recall.agent
+    """The accounting of a recall from its event — a logged one, or a fresh recall's
+    (:attr:`~memory_admin.recall.RecallResult.event`, with its search's ``hits``, whose
+    scores explain the hits tier, and ``message``, the text it was given, which the event
+    clips); records that ``allows`` refuses, or that are gone, are shown by id only."""
+    by_id = {hit.record.id: hit for hit in hits}
+    if message is None:
+        message = event.query_preview
+    profile_chars = (
+        event.profile_budget_chars
+        if event.profile_budget_chars is not None
+        else profile_slice_chars(event.budget_chars)
+    )
     words = tuple(unique_tokens(message or ""))
-    tiers = {str(tier): count for tier, count in recall.tiers.items()}
-    entries = block_entries(store, allows, recall.record_ids, tiers_in_order(tiers), words=words, hits=hits)
+    tiers = {str(tier): count for tier, count in event.tiers.items()}
+    entries = block_entries(store, allows, event.record_ids, tiers_in_order(tiers), words=words, hits=by_id)
     deferred = deferred_entries(
         store,
         allows,
-        recall.deferred_ids,
-        recall.deferred_reasons,
-        tiers=deferred_tiers,
+        event.deferred_ids,
+        event.deferred_reasons,
+        tiers=event.deferred_tiers,
         words=words,
-        hits=hits,
-        fallback=recall.fallback,
+        hits=by_id,
+        fallback=event.fallback,
     )
-    removed = isinstance(recall, MemoryRecallEvent) and recall.redacted
     others, complete = not_candidates(
         store,
         allows,
-        scope=recall.scope,
-        agent=agent,
-        scope_match="visible" if match == "visible" else "subset",
-        at=at,
-        taken={*recall.record_ids, *recall.deferred_ids},
-        words=None if removed else words,
-        fallback=recall.fallback,
+        scope=event.scope,
+        agent=event.agent,
+        scope_match=event.scope_match,
+        at=event.at,
+        taken={*event.record_ids, *event.deferred_ids},
+        words=None if event.redacted else words,
+        fallback=event.fallback,
         reads_profile=profile_chars > 0,
     )
     return RecallAccount(
         entries=entries,
         deferred=deferred,
         tiers=tier_summary(tiers),
-        fill_percent=round(100 * recall.chars / recall.budget_chars) if recall.budget_chars else 0,
+        fill_percent=round(100 * event.chars / event.budget_chars) if event.budget_chars else 0,
         profile_chars=profile_chars,
         others=others,
         others_complete=complete,
         words=words,
-        scored=bool(hits),
+        scored=bool(by_id),
     )
 
 

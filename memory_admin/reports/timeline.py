@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from memory_admin.records import MemoryRecord, Provenance
+from memory_admin.records import MemoryRecord
 from memory_admin.reports.listing import RecordState, record_state
 from memory_admin.store import ChainLink
 
@@ -141,17 +141,3 @@ def build_timeline(
         versions.append(Version(link.id, record, link.id == current_id, diff, changes, then))
         previous = record
     return versions
-
-
-def provenance_text(provenance: Provenance) -> str:
-    """``author dana · via chat · conversation c-17 · run r-3``."""
-    parts = []
-    if provenance.author:
-        parts.append(f"by {provenance.author}")
-    if provenance.source:
-        parts.append(f"via {provenance.source}")
-    if provenance.conversation_id:
-        parts.append(f"conversation {provenance.conversation_id}")
-    if provenance.run_id:
-        parts.append(f"run {provenance.run_id}")
-    return " · ".join(parts)

@@ -10,7 +10,7 @@ validation error, not silently dropped. What the model can reach:
 * **reads** use *visible* match: the bound scope's records, records shared above it
   (``{tenant}``), and — with ``agent`` — that agent's private records; never a
   sibling's (another user's) and never another agent's. This is the recall block's
-  view too (:func:`memory_admin.recall.read_view`), so what an agent saves is what it
+  view too (:func:`memory_admin.scope.read_view`), so what an agent saves is what it
   recalls. Invalidated and expired records are invisible to the agent.
 
 Every tool answers with a JSON-serialisable dict, ``{"ok": true, ...}`` or

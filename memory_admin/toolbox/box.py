@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Coroutine, Generator, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -21,7 +21,6 @@ from memory_admin.errors import (
     MemoryStoreError,
     MemoryValidationError,
 )
-from memory_admin.recall import read_view
 from memory_admin.records import (
     MemoryRecord,
     MemorySearchQuery,
@@ -30,8 +29,8 @@ from memory_admin.records import (
     utc_now,
     validation_problems,
 )
-from memory_admin.scope import Scope, ScopeMatch, canonical_scope, scope_matches, visible_to_agent
-from memory_admin.steps import arun_steps, run_steps
+from memory_admin.scope import Scope, ScopeMatch, canonical_scope, read_view, scope_matches, visible_to_agent
+from memory_admin.steps import Steps, arun_steps, run_steps
 from memory_admin.store.protocol import MemoryStore
 from memory_admin.toolbox.results import (
     bounded_results,
@@ -64,7 +63,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class _Op:
+class StoreCall:
     """One store call a tool needs; the sync and async dispatchers run it."""
 
     method: Literal["get", "search", "write", "invalidate"]
@@ -72,7 +71,8 @@ class _Op:
     quiet: bool = False  # a host-side lookup, not an agent search: no search event
 
 
-_Steps = Generator[_Op, Any, dict[str, Any]]
+ToolSteps = Steps[StoreCall, dict[str, Any]]
+"""A tool written once: the store calls it needs, then its result envelope."""
 
 
 class MemoryToolbox:
@@ -141,7 +141,7 @@ class MemoryToolbox:
         except Exception as exc:
             return self._failure(name, exc)
 
-    def _start(self, name: str, arguments: Mapping[str, Any] | str | None) -> _Steps | dict[str, Any]:
+    def _start(self, name: str, arguments: Mapping[str, Any] | str | None) -> ToolSteps | dict[str, Any]:
         spec = TOOL_SPECS.get(name) if isinstance(name, str) else None
         if spec is None:
             return tool_error("unknown_tool", f"There is no tool {name!r}.", tools=list(TOOL_NAMES))
@@ -163,19 +163,19 @@ class MemoryToolbox:
             problems = validation_problems(exc)
             summary = "; ".join(f"{p['loc']}: {p['msg']}" for p in problems[:5])
             return tool_error("invalid_arguments", f"Invalid arguments for {name}: {summary}", problems=problems)
-        handler: Callable[[Any], _Steps] = getattr(self, f"_{name}")
+        handler: Callable[[Any], ToolSteps] = getattr(self, f"_{name}")
         return handler(args)
 
-    def _run(self, op: _Op) -> Any:
-        if op.method == "search" and op.quiet:
-            return self.store.search(*op.args, emit_event=False)
-        return getattr(self.store, op.method)(*op.args)
+    def _run(self, call: StoreCall) -> Any:
+        if call.method == "search" and call.quiet:
+            return self.store.search(*call.args, emit_event=False)
+        return getattr(self.store, call.method)(*call.args)
 
-    async def _arun(self, op: _Op) -> Any:
-        if op.method == "search" and op.quiet:
-            return await self.store.asearch(*op.args, emit_event=False)
-        method: Callable[..., Coroutine[Any, Any, Any]] = getattr(self.store, "a" + op.method)
-        return await method(*op.args)
+    async def _arun(self, call: StoreCall) -> Any:
+        if call.method == "search" and call.quiet:
+            return await self.store.asearch(*call.args, emit_event=False)
+        method: Callable[..., Coroutine[Any, Any, Any]] = getattr(self.store, "a" + call.method)
+        return await method(*call.args)
 
     def _failure(self, name: str, exc: Exception) -> dict[str, Any]:
         if isinstance(exc, MemoryNotFoundError | MemoryScopeError):
@@ -230,35 +230,35 @@ class MemoryToolbox:
 
     # --- the tools -------------------------------------------------------------------
 
-    def _memory_search(self, args: SearchArgs) -> _Steps:
+    def _memory_search(self, args: SearchArgs) -> ToolSteps:
         query = args.query.strip() if args.query and args.query.strip() else None
-        hits = yield _Op("search", (self._query(args, query),))
+        hits = yield StoreCall("search", (self._query(args, query),))
         return self._results(hits)
 
-    def _memory_list(self, args: ListArgs) -> _Steps:
-        hits = yield _Op("search", (self._query(args, None),))
+    def _memory_list(self, args: ListArgs) -> ToolSteps:
+        hits = yield StoreCall("search", (self._query(args, None),))
         return self._results(hits)
 
-    def _memory_get(self, args: GetArgs) -> _Steps:
-        record = self._visible((yield _Op("get", (args.id,))))
+    def _memory_get(self, args: GetArgs) -> ToolSteps:
+        record = self._visible((yield StoreCall("get", (args.id,))))
         if record is None:
             return not_found()
         item = project(record, self.scope, full=True)
         bounded = bounded_results([item], self.policy.max_result_chars)
         return {"ok": True, "memory": bounded["results"][0], "truncated": bounded["truncated"]}
 
-    def _memory_invalidate(self, args: InvalidateArgs) -> _Steps:
-        record = self._visible((yield _Op("get", (args.id,))))
+    def _memory_invalidate(self, args: InvalidateArgs) -> ToolSteps:
+        record = self._visible((yield StoreCall("get", (args.id,))))
         if record is None:
             return not_found()
         if record.scope != self.scope:
             return _not_writable()
-        updated: MemoryRecord = yield _Op("invalidate", (args.id, args.reason))
+        updated: MemoryRecord = yield StoreCall("invalidate", (args.id, args.reason))
         return {"ok": True, "invalidated": updated.id}
 
-    def _memory_save(self, args: SaveArgs) -> _Steps:
+    def _memory_save(self, args: SaveArgs) -> ToolSteps:
         if args.supersedes is not None:
-            old = self._visible((yield _Op("get", (args.supersedes,))))
+            old = self._visible((yield StoreCall("get", (args.supersedes,))))
             if old is None:
                 return not_found()
             if old.scope != self.scope:
@@ -278,13 +278,13 @@ class MemoryToolbox:
             payload=args.payload,
             supersedes=args.supersedes,
         )
-        [record] = yield _Op("write", ([write],))
+        [record] = yield StoreCall("write", ([write],))
         return {"ok": True, "saved": project(record, self.scope), "superseded": record.supersedes}
 
-    def _target_holder(self, args: SaveArgs) -> Generator[_Op, Any, MemoryRecord | None]:
+    def _target_holder(self, args: SaveArgs) -> Steps[StoreCall, MemoryRecord | None]:
         limit = min(TARGET_SCAN_LIMIT, self.store.capabilities().max_limit)
         query = MemorySearchQuery(scope=self.scope, limit=limit, targeted=True)
-        hits = yield _Op("search", (query,), quiet=True)
+        hits = yield StoreCall("search", (query,), quiet=True)
         for hit in hits:
             record: MemoryRecord = hit.record
             if record.scope == self.scope and record.target == args.target and record.id != args.supersedes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory_admin.dashboard import curation
+from memory_admin.dashboard import actions
 from memory_admin.dashboard.permissions import ROLES_BY_SLUG, Ability, Access
 from memory_admin.store import InMemoryMemoryStore
 from tests.dashboard.conftest import find
@@ -23,7 +23,7 @@ def every_page(store: InMemoryMemoryStore) -> list[tuple[str, str]]:
     admin = Access(username="ada", role=ROLES_BY_SLUG["admin"], abilities=frozenset(Ability), all_tenants=True)
     record = find(store, "tenant=acme,user=dana", "switched to green tea")
     doomed = find(store, "tenant=acme,user=ravi", "Ravi is the owner")
-    entry = curation.invalidate_record(store, admin, doomed, "Out of date: ownership moved")
+    entry = actions.invalidate_record(store, admin, doomed, "Out of date: ownership moved")
     espresso = find(store, "tenant=acme,user=dana", "Dana drinks espresso, no milk.")
     assert espresso.invalid_at is not None
     as_of = as_of_text(espresso.invalid_at - timedelta(minutes=1))  # while the first drink was believed

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
-from memory_admin.dashboard import audit
+from memory_admin.dashboard import audit_log as audit
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.scope import scope_json
 from tests.dashboard.conftest import MakeClient

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
-from memory_admin.dashboard.export import csv_row, neutralise
+from memory_admin.dashboard.formats import csv_row, neutralise
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.records import MemoryRecord
 from memory_admin.store import InMemoryMemoryStore, RecordListQuery
@@ -151,7 +151,7 @@ def test_export_streams_page_by_page(
 def test_an_abandoned_download_is_audited(
     admin: Client, demo_store: InMemoryMemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory_admin.dashboard import export as exporting
+    from memory_admin.dashboard import formats as exporting
 
     monkeypatch.setattr(exporting, "CHUNK_RECORDS", 5)
     response = admin.get(reverse("dashboard:export_csv") + "?scope=tenant%3Dacme")
@@ -193,7 +193,7 @@ def test_the_browser_links_to_its_export(admin: Client) -> None:
 def test_exports_are_coalesced_per_user_scope_and_minute(
     client_for: MakeClient, demo_store: InMemoryMemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory_admin.dashboard import audit
+    from memory_admin.dashboard import audit_log as audit
 
     moment = timezone.now().replace(second=10)  # well inside one minute, however slow the run
     monkeypatch.setattr(audit, "timezone", SimpleNamespace(now=lambda: moment))

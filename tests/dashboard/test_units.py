@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from memory_admin.dashboard.permissions import ROLES, Ability, Access, ScopeResolution, role_named
-from memory_admin.dashboard.scopes import PickScope, ScopeChoice, ScopeField, resolve_scope, scope_context
+from memory_admin.dashboard.scope_resolver import PickScope, ScopeChoice, ScopeField, resolve_scope, scope_context
 from memory_admin.scope import format_scope
 from memory_admin.store import InMemoryMemoryStore
 

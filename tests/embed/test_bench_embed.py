@@ -9,7 +9,7 @@ import pytest
 
 from memory_admin.bench.embed import main, measure, observation_dates
 from memory_admin.embed import OnnxEmbedder
-from memory_admin.embed.fusion import KEYWORD_WEIGHT
+from memory_admin.tuning import KEYWORD_WEIGHT
 
 
 def conversation(name: str, facts: list[tuple[str, str]], qa: list[dict[str, object]]) -> dict[str, object]:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
+
+import pytest
 
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.reports.listing import count_listing, record_state
@@ -81,3 +84,23 @@ def test_state_at_a_moment() -> None:
     assert record_state(dropped, T0 + timedelta(days=3)) == "invalidated"
     assert record_state(fleeting, T0 + timedelta(hours=1)) == "live"
     assert record_state(fleeting, T0 + timedelta(hours=4)) == "expired"
+
+
+def test_counting_walks_the_listing_once(demo_store: InMemoryMemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """However much it hides, a listing is counted by one walk, and the counts are the
+    ones the filtered listing gives when walked on its own."""
+    query = listing(limit=5)
+    page = [hit.record for hit in demo_store.list_records(query).hits]
+    walks: list[object] = []
+    walking = demo_store.iter_records
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        walks.append(args)
+        return walking(*args, **kwargs)
+
+    monkeypatch.setattr(demo_store, "iter_records", counted)
+    counts = count_listing(demo_store, query, page, everyone, utc_now())
+    assert len(walks) == 1
+    monkeypatch.undo()
+    alone = sum(1 for _ in demo_store.iter_records(query))
+    assert counts.listed == alone and counts.first == 1 and counts.shown == 5

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from memory_admin.dashboard.demo import DemoClock
-from memory_admin.events import MemoryRecallEvent
-from memory_admin.recall import assemble_recall
+from memory_admin.events import MemoryRecallEvent, parse_event
+from memory_admin.recall import assemble_recall, profile_slice_chars
 from memory_admin.records import MemoryHit
 from memory_admin.reports.recall_entries import account_recall, score_parts, tiers_in_order
 from memory_admin.store import InMemoryMemoryStore
@@ -33,9 +33,13 @@ def test_an_event_and_its_report_account_alike() -> None:
         ]
     )
     result = assemble_recall(store, USER, "line", sink=lambda event: None)
-    from_report = account_recall(store, lambda scope: True, result.report)
-    from_event = account_recall(store, lambda scope: True, result.event)
-    assert from_report.profile_chars == from_event.profile_chars  # the default ratio: the event's slice is the report's
+    from_report = account_recall(store, lambda scope: True, result.event)
+    logged = parse_event(result.event.model_dump_json())  # as the event log gives it back
+    assert isinstance(logged, MemoryRecallEvent)
+    from_event = account_recall(store, lambda scope: True, logged)
+    assert from_report.profile_chars == from_event.profile_chars == result.report.profile_budget_chars
+    older = logged.model_copy(update={"profile_budget_chars": None})  # logged before the slice was
+    assert account_recall(store, lambda scope: True, older).profile_chars == profile_slice_chars(older.budget_chars)
     assert [(e.id, e.tier) for e in from_report.entries] == [(e.id, e.tier) for e in from_event.entries]
     assert [(e.id, e.reason) for e in from_report.deferred] == [(e.id, e.reason) for e in from_event.deferred]
     assert from_report.others == from_event.others
@@ -52,7 +56,7 @@ def test_a_preview_accounts_for_every_profile_record_exactly_once(demo_store: In
     result = assemble_recall(
         demo_store, dana, "Book me a flight to Berlin next week", budget_chars=1500, sink=lambda event: None
     )
-    account = account_recall(demo_store, lambda scope: True, result.report)
+    account = account_recall(demo_store, lambda scope: True, result.event)
     listed = [e.id for e in account.entries] + [e.id for e in account.deferred] + [e.id for e in account.unread]
     assert len(listed) == len(set(listed))  # nobody twice
     profiles = demo_store.search(
@@ -72,7 +76,7 @@ DANA = {"tenant": "acme", "user": "dana"}
 
 def test_a_preview_explains_each_rank(demo_store: InMemoryMemoryStore) -> None:
     result = assemble_recall(demo_store, DANA, BERLIN, budget_chars=1500, sink=lambda event: None)
-    account = account_recall(demo_store, lambda scope: True, result, message=BERLIN)
+    account = account_recall(demo_store, lambda scope: True, result.event, hits=result.hits, message=BERLIN)
     assert account.words == ("book", "me", "a", "flight", "to", "berlin", "next", "week") and account.scored
     for entry in account.entries:
         assert entry.rank is not None and entry.rank.tier == entry.tier and entry.rank.place is not None

@@ -16,7 +16,7 @@ from django.http import HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from memory_admin.dashboard.audit import (
+from memory_admin.dashboard.audit_log import (
     EXPORT_COLUMNS,
     entries_for,
     export_object,
@@ -26,7 +26,7 @@ from memory_admin.dashboard.audit import (
     visible_entry,
 )
 from memory_admin.dashboard.errors import ErrorPage, render_error
-from memory_admin.dashboard.export import csv_table, json_lines
+from memory_admin.dashboard.formats import csv_table, json_lines
 from memory_admin.dashboard.forms import AuditLogForm
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Ability, Access, AmbiguousScope, NotVisible, access_for

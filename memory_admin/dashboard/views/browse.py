@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.forms import BrowseForm
 from memory_admin.dashboard.permissions import Access
-from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
+from memory_admin.dashboard.scope_resolver import PickScope, resolve_scope, scope_context
 from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, page_size, query_page
 from memory_admin.records import MemoryHit, utc_now
 from memory_admin.reports.listing import count_listing

@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 
-from memory_admin.dashboard import curation
+from memory_admin.dashboard import actions
 from memory_admin.dashboard.forms import CorrectForm, InvalidateForm, refuse_quoting
 from memory_admin.dashboard.permissions import Ability, Access, access_for
 from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, audit_link, render_region, see_other
@@ -54,7 +54,7 @@ def invalidate(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
         form.add_error(None, "This record is already invalid; there is nothing to invalidate.")
     if not form.is_valid():
         return _form_page(request, INVALIDATE, access, record, form, status=400)
-    entry = curation.invalidate_record(store, access, record, form.cleaned_data["reason"])
+    entry = actions.invalidate_record(store, access, record, form.cleaned_data["reason"])
     return _done(
         request,
         store,
@@ -80,7 +80,7 @@ def correct(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
         form.add_error(None, "This record is no longer current; correct its newest version instead.")
     if not form.is_valid():
         return _form_page(request, CORRECT, access, record, form, status=400)
-    replacement, entry = curation.correct_record(
+    replacement, entry = actions.correct_record(
         store, access, record, form.cleaned_data["content"], form.cleaned_data["reason"]
     )
     return _done(

@@ -15,13 +15,13 @@ from typing import TypeVar
 from django.http import HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
-from memory_admin.dashboard.audit import describe, export_started, finish
+from memory_admin.dashboard.audit_log import describe, export_started, finish
 from memory_admin.dashboard.errors import ErrorPage, render_error
-from memory_admin.dashboard.export import csv_chunks, jsonl_chunks
+from memory_admin.dashboard.formats import csv_chunks, jsonl_chunks
 from memory_admin.dashboard.forms import BrowseForm
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Access, access_for
-from memory_admin.dashboard.scopes import PickScope, resolve_scope
+from memory_admin.dashboard.scope_resolver import PickScope, resolve_scope
 from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, form_problems
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.scope import Scope, format_scope

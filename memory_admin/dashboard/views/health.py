@@ -12,10 +12,10 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from memory_admin.dashboard import curation
+from memory_admin.dashboard import actions
 from memory_admin.dashboard.forms import ScopeForm, SweepForm
 from memory_admin.dashboard.permissions import Ability, Access, access_for
-from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
+from memory_admin.dashboard.scope_resolver import PickScope, resolve_scope, scope_context
 from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, audit_link, query_page, see_other
 from memory_admin.records import utc_now
 from memory_admin.reports.health import OVERVIEW_TENANTS, build_health, tenant_overview
@@ -63,7 +63,7 @@ def sweep(request: HtmxHttpRequest) -> HttpResponse:
         messages.error(request, "Nothing was swept: the scope was missing or malformed.")
         return see_other(reverse("dashboard:health"))
     scope = form.cleaned_data["scope"]
-    entry = curation.sweep_expired(admin_store(), access, scope)
+    entry = actions.sweep_expired(admin_store(), access, scope)
     swept = entry.counts["records"]
     plural = "s" if swept != 1 else ""
     messages.success(request, format_html("Swept {} expired record{} ({}).", swept, plural, audit_link(entry.pk)))

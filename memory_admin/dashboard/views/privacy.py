@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from memory_admin.dashboard import curation
+from memory_admin.dashboard import actions
 from memory_admin.dashboard.forms import DeleteForm, EraseForm, ScopeForm, refuse_quoting
 from memory_admin.dashboard.permissions import Ability, Access, NotVisible, access_for
 from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, retry_data, retry_later, see_other
@@ -83,7 +83,7 @@ def delete(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     if not form.is_valid():
         retry_later(request, f"delete:{record_id}", request.POST, ("confirm_id", "reason"))
         return see_other(reverse("dashboard:delete", args=[record_id]))
-    entry = curation.delete_record(target.store, target.access, record_id, target.scope, form.cleaned_data["reason"])
+    entry = actions.delete_record(target.store, target.access, record_id, target.scope, form.cleaned_data["reason"])
     messages.success(request, f"Record {record_id} was deleted. This is the receipt.")
     return see_other(reverse("dashboard:audit_entry", args=[entry.pk]))
 
@@ -150,14 +150,14 @@ def erase(request: HtmxHttpRequest) -> HttpResponse:
     if not valid or not form.is_valid():
         retry_later(request, "erase", request.POST, ("scope", "confirm_scope", "reason"))
         return see_other(reverse("dashboard:erase_confirm") + "?" + urlencode({"scope": format_scope(scope)}))
-    entry = curation.erase_scope(admin_store(), access, scope, form.cleaned_data["reason"])
+    entry = actions.erase_scope(admin_store(), access, scope, form.cleaned_data["reason"])
     messages.success(request, "The scope was erased. This is the receipt (it names the scope by keyed hashes only).")
     return see_other(reverse("dashboard:audit_entry", args=[entry.pk]))
 
 
 def _erase_context(access: Access, scope: Scope) -> dict[str, Any]:
     store = admin_store()
-    report: ErasureReport = curation.preview_erasure(store, access, scope)
+    report: ErasureReport = actions.preview_erasure(store, access, scope)
     return {
         "access": access,
         "scope": scope,

@@ -17,8 +17,8 @@ from django.views.decorators.http import require_GET
 from memory_admin.dashboard.errors import ErrorPage, render_error
 from memory_admin.dashboard.forms import MAX_PREVIEW_BUDGET, PreviewForm, RecallEventForm, RecallForm
 from memory_admin.dashboard.permissions import Access, NotVisible, access_for
-from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
-from memory_admin.dashboard.views.common import HtmxHttpRequest, event_store, query_page, render_region
+from memory_admin.dashboard.scope_resolver import PickScope, resolve_scope, scope_context
+from memory_admin.dashboard.views.common import HtmxHttpRequest, event_store, form_problems, query_page, render_region
 from memory_admin.errors import MemoryValidationError
 from memory_admin.events import AnyEvent, MemoryRecallEvent
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, assemble_recall
@@ -115,7 +115,7 @@ def recall_event(request: HtmxHttpRequest, event_id: int) -> HttpResponse:
         raise NotVisible(f"Recall event {event_id}")
     form = RecallEventForm(request.GET)
     if not form.is_valid():
-        problems = " ".join(str(error) for errors in form.errors.values() for error in errors)
+        problems = form_problems(form)
         return render_error(request, ErrorPage(400, "That request is not valid", problems))
     event = stored.event
     replaying = bool(form.cleaned_data["replay"])
@@ -180,5 +180,7 @@ def _preview(store: AdminMemoryStore, access: Access, form: PreviewForm) -> dict
         "report": result.report,
         "recall_block": block,  # not "block": templates reserve that name
         "hidden": hidden,
-        "account": account_recall(store, access.allows, result, message=data["message"] or None),
+        "account": account_recall(
+            store, access.allows, result.event, hits=result.hits, message=data["message"] or None
+        ),
     }

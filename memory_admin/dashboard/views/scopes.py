@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.forms import ScopeForm
 from memory_admin.dashboard.permissions import Access
-from memory_admin.dashboard.scopes import PickScope, resolve_scope, scope_context
+from memory_admin.dashboard.scope_resolver import PickScope, resolve_scope, scope_context
 from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, query_page
 from memory_admin.reports.profile_slice import profile_slice
 from memory_admin.store import RecordListQuery

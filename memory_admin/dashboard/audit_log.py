@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from memory_admin.dashboard.export import csv_cells
+from memory_admin.dashboard.formats import csv_cells
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Access
 from memory_admin.dashboard.redaction import grant_covers

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from memory_admin.dashboard.audit import audited
+from memory_admin.dashboard.audit_log import audited
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Ability, Access, NotVisible
 from memory_admin.dashboard.redaction import scrub_erased_scope
