@@ -58,6 +58,7 @@ from memory_admin.records import (
     MemoryWriteInput,
     Provenance,
     holds_lone_surrogate,
+    parse_model,
 )
 from memory_admin.scope import TENANT_KEY, Scope, canonical_scope, scope_problems
 from memory_admin.steps import arun_steps, run_steps
@@ -774,8 +775,8 @@ class MemoryAdminStore(BaseStore):
         elif isinstance(op, SearchOp):
             _check_labels(op.namespace_prefix, what="namespace prefix")
             check_filter(op.filter)
-            if op.query is not None and not isinstance(op.query, str):
-                raise MemoryValidationError("A search query is text.", [{"loc": "query", "msg": "a string"}])
+            if op.query is not None and (not isinstance(op.query, str) or holds_lone_surrogate(op.query)):
+                raise MemoryValidationError("A search query is UTF-8 text.", [{"loc": "query", "msg": "text"}])
             _check_page(op.limit, op.offset)
         elif isinstance(op, ListNamespacesOp):
             for condition in op.match_conditions or ():
@@ -883,12 +884,16 @@ class MemoryAdminStore(BaseStore):
             return []
         ranked = query is not None
         size = min(self.store.capabilities().max_limit, max(want, PAGE if filter else 10))
-        search = MemorySearchQuery(
-            scope=self._search_scope(prefix, tenant),
-            query=query,
-            keys=(namespace_slot(prefix),),
-            key_match="prefix",
-            limit=size,
+        search = parse_model(
+            MemorySearchQuery,
+            {
+                "scope": self._search_scope(prefix, tenant),
+                "query": query,
+                "keys": (namespace_slot(prefix),),
+                "key_match": "prefix",
+                "limit": size,
+            },
+            what="search",
         )
         kept: list[tuple[MemoryRecord, float | None]] = []
         scoreless: list[MemoryRecord] = []
