@@ -233,11 +233,6 @@ def encode_item(
             f"A LangGraph value is a JSON object (a dict), not {type(value).__name__}.",
             [{"loc": "value", "msg": "a dict"}],
         )
-    if holds_lone_surrogate(value):
-        raise MemoryValidationError(
-            "The value holds a lone surrogate (not valid Unicode); send UTF-8 text.",
-            [{"loc": "value", "msg": "not text"}],
-        )
     body: dict[str, Any] = {"namespace": list(namespace), "key": key, "value": value}
     if index is not None:
         body["index"] = index
@@ -248,6 +243,12 @@ def encode_item(
             f"A LangGraph value must be JSON (objects, lists, strings, finite numbers, booleans, null): {exc}",
             [{"loc": "value", "msg": "not JSON"}],
         ) from None
+    # one scan of the text finds a lone surrogate anywhere in the item (JSON writes it raw)
+    if holds_lone_surrogate(text):
+        raise MemoryValidationError(
+            "The item holds a lone surrogate (not valid Unicode); send UTF-8 text.",
+            [{"loc": "value", "msg": "not text"}],
+        )
     # JSON leaves DEL and the C1 controls raw; record content refuses them, an escape keeps them
     return _UNSAFE_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
