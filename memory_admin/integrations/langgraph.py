@@ -43,9 +43,9 @@ import base64
 import hashlib
 import json
 import re
+import weakref
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from memory_admin.embed.protocol import Embedder, Matrix, Vector, numpy
@@ -104,6 +104,8 @@ DELETE_REASON = "deleted through LangGraph"
 PAGE = 200
 """Records read per page while a filter or a deep page needs more."""
 GET_CHUNK = 500
+ASYNC_CONCURRENCY = 8
+"""Batches one adapter runs at once per event loop: fewer than a pool's connections."""
 FILTER_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
 
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
@@ -566,6 +568,7 @@ class _Call:
 
 
 _Steps = Generator[_Call, Any, Any]
+_Chains = dict[str, "list[ChainLink]"]
 
 
 @dataclass(frozen=True)
@@ -638,6 +641,9 @@ class MemoryAdminStore(BaseStore):
                 "MemoryAdminStore needs a store with the admin listing (every bundled backend has it)."
             )
         self._admin: AdminMemoryStore = self.store
+        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -658,7 +664,17 @@ class MemoryAdminStore(BaseStore):
         return cast(list[Result], run_steps(self._batch(list(ops)), self._answer))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return cast(list[Result], await arun_steps(self._batch(list(ops)), self._aanswer))
+        # thousands of concurrent calls (asyncio.gather over aput/aget) wait here, not in the
+        # store's connection pools, whose waits time out
+        async with self._gate():
+            return cast(list[Result], await arun_steps(self._batch(list(ops)), self._aanswer))
+
+    def _gate(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        gate = self._gates.get(loop)
+        if gate is None:
+            gate = self._gates[loop] = asyncio.Semaphore(ASYNC_CONCURRENCY)
+        return gate
 
     def _answer(self, call: _Call) -> Any:
         if call.method == "search":
@@ -745,19 +761,20 @@ class MemoryAdminStore(BaseStore):
         self._check_limits(puts.values())
 
         results: list[Result] = [None] * len(ops)
+        chains: _Chains = {}  # the chains this batch read, by the id of each of their versions
         gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
         if gets:
-            found = yield from self._heads([(op.namespace, op.key) for _, op in gets], tenant)
+            found = yield from self._heads([(op.namespace, op.key) for _, op in gets], tenant, chains)
             for i, op in gets:
-                record = found.get((op.namespace, op.key))
-                results[i] = (yield from self._item(record)) if record is not None else None
+                head = found.get((op.namespace, op.key))
+                results[i] = (yield from self._item(head[0], head[1], chains)) if head is not None else None
         for i, op in enumerate(ops):
             if isinstance(op, SearchOp):
-                results[i] = yield from self._search(op, tenant)
+                results[i] = yield from self._search(op, tenant, chains)
             elif isinstance(op, ListNamespacesOp):
-                results[i] = yield from self._list_namespaces(op, tenant)
+                results[i] = yield from self._list_namespaces(op, tenant, chains)
         if puts:
-            yield from self._apply(list(puts.values()), tenant)
+            yield from self._apply(list(puts.values()), tenant, chains)
         return results
 
     def _check_op(self, op: Op) -> None:
@@ -837,28 +854,59 @@ class MemoryAdminStore(BaseStore):
 
     # --- reads -------------------------------------------------------------------------
 
-    def _heads(self, wanted: Sequence[tuple[tuple[str, ...], str]], tenant: str) -> _Steps:
-        """The live record of each ``(namespace, key)`` that has one."""
+    def _heads(self, wanted: Sequence[tuple[tuple[str, ...], str]], tenant: str, chains: _Chains) -> _Steps:
+        """The live record of each ``(namespace, key)`` that has one, and the item it holds."""
         slots = {item_slot(ns, key): (ns, key) for ns, key in wanted}
-        found: dict[tuple[tuple[str, ...], str], MemoryRecord] = {}
+        found: dict[tuple[tuple[str, ...], str], tuple[MemoryRecord, StoredItem]] = {}
         names = list(slots)
         for start in range(0, len(names), GET_CHUNK):
             chunk = names[start : start + GET_CHUNK]
             query = MemorySearchQuery(scope={TENANT_KEY: tenant}, keys=tuple(chunk), limit=len(chunk) * 2)
             hits: list[MemoryHit] = yield _Call("search", (query,))
             for hit in hits:
-                item = decode_item(hit.record.content)
                 target = slots.get(hit.record.key or "")
-                if item is not None and target is not None and (item.namespace, item.key) == target:
-                    found.setdefault(target, hit.record)
+                if target is None:
+                    continue
+                item = yield from self._stored(hit.record, chains)
+                if item is not None and (item.namespace, item.key) == target:
+                    found.setdefault(target, (hit.record, item))
         return found
 
-    def _item(self, record: MemoryRecord, score: float | None = None, *, searched: bool = False) -> _Steps:
+    def _stored(self, record: MemoryRecord, chains: _Chains) -> Generator[_Call, Any, StoredItem | None]:
+        """The item ``record`` holds. A version someone wrote by hand (a curator's correction
+        in the dashboard: a plain sentence) holds ``{"content": <its text>}`` at the
+        namespace and key of the version it corrected."""
         stored = decode_item(record.content)
-        assert stored is not None
+        if stored is not None or record.supersedes is None:
+            return stored
+        links = yield from self._chain(record, chains)
+        versions = [link.record for link in links if link.record is not None]
+        for version in reversed([v for v in versions if v.created_at <= record.created_at]):
+            found = decode_item(version.content)
+            if found is not None:
+                return StoredItem(found.namespace, found.key, {"content": record.content}, None)
+        return None
+
+    def _chain(self, record: MemoryRecord, chains: _Chains) -> Generator[_Call, Any, list[ChainLink]]:
+        if record.id not in chains:
+            links: list[ChainLink] = yield _Call("chain", (record.id,))
+            for link in links:
+                chains[link.id] = links
+        return chains[record.id]
+
+    def _item(
+        self,
+        record: MemoryRecord,
+        stored: StoredItem,
+        chains: _Chains,
+        score: float | None = None,
+        *,
+        searched: bool = False,
+    ) -> _Steps:
         created = record.created_at
         if record.supersedes is not None:
-            created = yield from self._first_created(record)
+            links = yield from self._chain(record, chains)
+            created = next((link.record.created_at for link in links if link.record is not None), created)
         if searched:
             return SearchItem(stored.namespace, stored.key, stored.value, created, record.created_at, score)
         return Item(
@@ -869,14 +917,7 @@ class MemoryAdminStore(BaseStore):
             updated_at=record.created_at,
         )
 
-    def _first_created(self, record: MemoryRecord) -> Generator[_Call, Any, datetime]:
-        links: list[ChainLink] = yield _Call("chain", (record.id,))
-        for link in links:
-            if link.record is not None:
-                return link.record.created_at
-        return record.created_at
-
-    def _search(self, op: SearchOp, tenant: str) -> _Steps:
+    def _search(self, op: SearchOp, tenant: str, chains: _Chains) -> _Steps:
         prefix = tuple(op.namespace_prefix)
         filter = check_filter(op.filter)
         query = op.query if op.query and op.query.strip() else None
@@ -896,34 +937,34 @@ class MemoryAdminStore(BaseStore):
             },
             what="search",
         )
-        kept: list[tuple[MemoryRecord, float | None]] = []
-        scoreless: list[MemoryRecord] = []
+        kept: list[tuple[MemoryRecord, StoredItem, float | None]] = []
+        scoreless: list[tuple[MemoryRecord, StoredItem]] = []
         cursor: str | None = None
         while True:
             page: RecordPage = yield _Call("list", (RecordListQuery(search=search, cursor=cursor),))
             for hit in page.hits:
-                stored = decode_item(hit.record.content)
+                stored = yield from self._stored(hit.record, chains)
                 if stored is None or stored.namespace[: len(prefix)] != prefix:
                     continue  # a digest collision, or a record the adapter did not write
                 if filter and not matches_filter(stored.value, filter):
                     continue
                 if ranked and self._embedder is not None and UNINDEXED_TAG in hit.record.tags:
-                    scoreless.append(hit.record)
+                    scoreless.append((hit.record, stored))
                     continue
-                kept.append((hit.record, hit.score if ranked else None))
+                kept.append((hit.record, stored, hit.score if ranked else None))
             if len(kept) >= want or page.next_cursor is None:
                 break
             cursor = page.next_cursor
             search = search.model_copy(update={"limit": min(self.store.capabilities().max_limit, PAGE * 5)})
         if len(kept) < want:
             # as LangGraph's in-memory store: items without vectors fill a page the scored ones left short
-            kept.extend((record, None) for record in scoreless)
+            kept.extend((record, stored, None) for record, stored in scoreless)
         items = []
-        for record, score in kept[op.offset : want]:
-            items.append((yield from self._item(record, score, searched=True)))
+        for record, stored, score in kept[op.offset : want]:
+            items.append((yield from self._item(record, stored, chains, score, searched=True)))
         return items
 
-    def _list_namespaces(self, op: ListNamespacesOp, tenant: str) -> _Steps:
+    def _list_namespaces(self, op: ListNamespacesOp, tenant: str, chains: _Chains) -> _Steps:
         conditions = tuple(op.match_conditions or ())
         lead: tuple[str, ...] = ()
         for condition in conditions:
@@ -946,7 +987,7 @@ class MemoryAdminStore(BaseStore):
         while True:
             page: RecordPage = yield _Call("list", (RecordListQuery(search=search, cursor=cursor),))
             for hit in page.hits:
-                stored = decode_item(hit.record.content)
+                stored = yield from self._stored(hit.record, chains)
                 if stored is not None and all(_namespace_matches(c, stored.namespace) for c in conditions):
                     namespaces.add(stored.namespace)
             if page.next_cursor is None:
@@ -958,15 +999,15 @@ class MemoryAdminStore(BaseStore):
 
     # --- writes ------------------------------------------------------------------------
 
-    def _apply(self, puts: list[_Put], tenant: str) -> _Steps:
+    def _apply(self, puts: list[_Put], tenant: str, chains: _Chains) -> _Steps:
         writes = [put.write for put in puts if put.write is not None]
         deletes = [put for put in puts if put.write is None]
         if writes:
             # one atomic batch: a live key slot is superseded by the store itself
             yield _Call("write", (writes,))
         if deletes:
-            heads = yield from self._heads([(put.namespace, put.key) for put in deletes], tenant)
-            for record in heads.values():
+            heads = yield from self._heads([(put.namespace, put.key) for put in deletes], tenant, chains)
+            for record, _ in heads.values():
                 try:
                     yield _Call("invalidate", (record.id, DELETE_REASON))
                 except MemoryStoreError as exc:

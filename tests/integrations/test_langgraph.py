@@ -255,3 +255,30 @@ def test_a_bad_op_in_a_batch_fails_the_batch_before_any_write(lg: MemoryAdminSto
     with pytest.raises(MemoryValidationError):
         lg.batch([PutOp(("docs",), "a", {"v": 1}), SearchOp(("docs",), limit=-1)])
     assert every_record(lg.store) == []  # type: ignore[arg-type]
+
+
+def test_a_curators_plain_correction_reads_as_a_content_value(lg: MemoryAdminStore) -> None:
+    lg.put(("memories", "dana"), "seat", {"content": "Dana prefers aisle seats"})
+    [old] = every_record(lg.store)  # type: ignore[arg-type]
+    # what the dashboard's "correct" writes: a new version in the same scope and slot, a plain sentence
+    lg.store.write(
+        [
+            {
+                "scope": old.scope,
+                "kind": old.kind,
+                "key": old.key,
+                "tags": old.tags,
+                "content": "Dana prefers window seats (corrected by support).",
+                "provenance": {"source": "dashboard-correction", "author": "lena"},
+                "supersedes": old.id,
+            }
+        ]
+    )
+    item = lg.get(("memories", "dana"), "seat")
+    assert item is not None and item.value == {"content": "Dana prefers window seats (corrected by support)."}
+    assert item.created_at == old.created_at
+    assert [i.key for i in lg.search(("memories", "dana"))] == ["seat"]
+    assert lg.list_namespaces() == [("memories", "dana")]
+    lg.put(("memories", "dana"), "seat", {"content": "Dana prefers the front row"})
+    assert lg.get(("memories", "dana"), "seat").value == {"content": "Dana prefers the front row"}  # type: ignore[union-attr]
+    assert len(every_record(lg.store)) == 3  # type: ignore[arg-type]
