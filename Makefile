@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,postgres,mcp,browser,semantic]'
+	$(BIN)/pip install --quiet -e '.[dev,postgres,mcp,browser,semantic,langgraph,pydantic-ai,openai-agents]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

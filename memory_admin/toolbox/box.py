@@ -113,8 +113,8 @@ class MemoryToolbox:
         """The tools this policy allows, in a stable order (none when memory is off)."""
         return [name for name in TOOL_NAMES if self.policy.denial(name) is None]
 
-    def openai_tools(self) -> list[dict[str, Any]]:
-        return openai_tools(self.allowed_tools())
+    def openai_tools(self, *, strict: bool = False) -> list[dict[str, Any]]:
+        return openai_tools(self.allowed_tools(), strict=strict)
 
     def anthropic_tools(self) -> list[dict[str, Any]]:
         return anthropic_tools(self.allowed_tools())

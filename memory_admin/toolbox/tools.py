@@ -3,11 +3,13 @@ and the memory manual."""
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from memory_admin.records import (
     MAX_ID_CHARS,
@@ -113,6 +115,23 @@ class SaveArgs(_Args):
     payload: dict[str, JsonValue] | None = Field(
         default=None, description="Structured form of an example or awareness target."
     )
+
+    @field_validator("payload", mode="before")
+    @classmethod
+    def _payload_as_text(cls, value: Any) -> Any:
+        # the strict schema (input_schema(..., strict=True)) carries the payload as JSON text:
+        # strict tool calling admits no free-form object
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return None
+        try:
+            parsed = json.loads(value)
+        except (RecursionError, ValueError):
+            raise ValueError("payload text must be a JSON object") from None
+        if not isinstance(parsed, dict):
+            raise ValueError("payload text must be a JSON object")
+        return parsed
 
 
 class ReadFilters(_Args):
@@ -235,30 +254,59 @@ def _clean_schema(node: Any, defs: Mapping[str, Any]) -> Any:
     return cleaned
 
 
-def input_schema(name: str) -> dict[str, Any]:
-    """The JSON schema of one tool's arguments: self-contained, no ``$ref``."""
+def input_schema(name: str, *, strict: bool = False) -> dict[str, Any]:
+    """The JSON schema of one tool's arguments: self-contained, no ``$ref``.
+
+    ``strict=True`` gives the form strict tool calling accepts (OpenAI's ``strict: true``,
+    the OpenAI Agents SDK's strict mode): every property required — an optional one
+    takes ``null``, one with a default must be given —, no defaults, and ``memory_save``'s
+    ``payload`` as JSON text, since strict mode admits no free-form object. The toolbox
+    accepts both forms.
+    """
     raw = TOOL_SPECS[name].args.model_json_schema()
     schema: dict[str, Any] = _clean_schema(raw, raw.get("$defs", {}))
-    return schema
+    if not strict:
+        return schema
+    schema = copy.deepcopy(schema)
+    if "payload" in schema.get("properties", {}):
+        schema["properties"]["payload"] = {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": "Structured form of an example or awareness target, as the text of a JSON object; or null.",
+        }
+    strict_schema: dict[str, Any] = _strict(schema)
+    return strict_schema
+
+
+def _strict(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strict(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    cleaned = {key: _strict(value) for key, value in node.items() if key != "default"}
+    if isinstance(cleaned.get("properties"), dict):
+        cleaned["required"] = list(cleaned["properties"])
+        cleaned["additionalProperties"] = False
+    return cleaned
 
 
 def _names(names: tuple[str, ...] | list[str] | None) -> list[str]:
     return list(TOOL_NAMES if names is None else names)
 
 
-def openai_tools(names: tuple[str, ...] | list[str] | None = None) -> list[dict[str, Any]]:
-    """Tool definitions for OpenAI chat completions (``tools=[...]``)."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": name,
-                "description": TOOL_SPECS[name].description,
-                "parameters": input_schema(name),
-            },
+def openai_tools(names: tuple[str, ...] | list[str] | None = None, *, strict: bool = False) -> list[dict[str, Any]]:
+    """Tool definitions for OpenAI chat completions (``tools=[...]``); ``strict=True``
+    marks them ``"strict": true`` with the strict schemas (:func:`input_schema`)."""
+    tools: list[dict[str, Any]] = []
+    for name in _names(names):
+        function: dict[str, Any] = {
+            "name": name,
+            "description": TOOL_SPECS[name].description,
+            "parameters": input_schema(name, strict=strict),
         }
-        for name in _names(names)
-    ]
+        if strict:
+            function["strict"] = True
+        tools.append({"type": "function", "function": function})
+    return tools
 
 
 def anthropic_tools(names: tuple[str, ...] | list[str] | None = None) -> list[dict[str, Any]]:

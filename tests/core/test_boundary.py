@@ -20,7 +20,11 @@ CORE_MODULES = sorted(
 
 PROBE = """
 import importlib, json, sys
-importlib.import_module(sys.argv[1])
+try:
+    importlib.import_module(sys.argv[1])
+except ImportError as exc:  # an integration whose framework's extra is not installed here
+    if "pip install 'memory-admin[" not in str(exc):
+        raise
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("django", "django_htmx", "whitenoise"))))
 """
 
