@@ -19,6 +19,7 @@ import base64
 import contextlib
 import io
 import json
+import re
 import threading
 import warnings
 from collections import Counter
@@ -117,7 +118,7 @@ def running_provider(*, wrap: Callable[[Wsgi], Wsgi] | None = None, host: str = 
         holder.setdefault("storage", flask.g.oidc_provider_mock_storage)
         hits[flask.request.path] += 1
 
-    served: Wsgi = app.wsgi_app if wrap is None else wrap(app.wsgi_app)
+    served: Wsgi = offline(app.wsgi_app if wrap is None else wrap(app.wsgi_app))
     app.wsgi_app = served  # type: ignore[method-assign]
     server = werkzeug.serving.make_server(host, 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -131,6 +132,32 @@ def running_provider(*, wrap: Callable[[Wsgi], Wsgi] | None = None, host: str = 
         yield provider
     finally:
         provider.stop()
+
+
+_EXTERNAL = re.compile(rb"<link[^>]*href=\"https?://[^\"]*\"[^>]*>", re.IGNORECASE)
+
+
+def offline(app: Wsgi) -> Wsgi:
+    """The provider's pages without the stylesheet they link from a CDN: a browser test
+    reaches nothing beyond this machine's loopback."""
+
+    def middleware(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        captured: dict[str, Any] = {}
+
+        def keep(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[[bytes], None]:
+            captured["status"], captured["headers"] = status, headers
+            return lambda data: None
+
+        body = b"".join(app(environ, keep))
+        headers = captured["headers"]
+        if any(name.lower() == "content-type" and "text/html" in value for name, value in headers):
+            body = _EXTERNAL.sub(b"", body)
+            headers = [(n, v) for n, v in headers if n.lower() != "content-length"]
+            headers.append(("Content-Length", str(len(body))))
+        start_response(captured["status"], headers)
+        return [body]
+
+    return middleware
 
 
 def another_client(client_id: str = "another-app") -> Callable[[Wsgi], Wsgi]:
