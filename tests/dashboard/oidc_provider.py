@@ -25,6 +25,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -90,11 +91,18 @@ class Provider:
 
 
 @contextlib.contextmanager
-def running_provider(*, wrap: Callable[[Wsgi], Wsgi] | None = None, host: str = "127.0.0.1") -> Iterator[Provider]:
+def running_provider(
+    *,
+    wrap: Callable[[Wsgi], Wsgi] | None = None,
+    host: str = "127.0.0.1",
+    refresh_tokens: bool = True,
+    token_lifetime: timedelta = timedelta(hours=1),
+) -> Iterator[Provider]:
     """The provider on a free loopback port until the block ends.
 
     ``wrap`` puts a WSGI middleware in front of it (a provider that misbehaves in a way
-    the test needs).
+    the test needs); ``refresh_tokens`` and ``token_lifetime`` are the provider's own
+    options (its tokens' lifetime, and whether it issues refresh tokens).
     """
     import authlib.deprecate  # noqa: F401 (it turns authlib's warnings on, for good, when first imported)
     import flask
@@ -104,7 +112,7 @@ def running_provider(*, wrap: Callable[[Wsgi], Wsgi] | None = None, host: str = 
         warnings.simplefilter("ignore")
         import oidc_provider_mock
 
-    app = oidc_provider_mock.app()
+    app = oidc_provider_mock.app(issue_refresh_token=refresh_tokens, access_token_max_age=token_lifetime)
     # the package wraps its app in werkzeug's interactive debugger; a test has no use
     # for a console that runs code
     app.debug = False

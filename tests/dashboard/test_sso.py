@@ -21,6 +21,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -519,6 +520,23 @@ def test_a_re_check_applies_changed_claims(client: Client, provider: Provider, s
     response = client.get("/")
     assert response["Location"] == "/accounts/sso/ended/?why=no_role"
     assert not user.groups.exists() and not grants_of(user)
+
+
+def test_without_a_refresh_token_the_session_lasts_as_long_as_the_access_token(settings: Any) -> None:
+    with running_provider(refresh_tokens=False, token_lifetime=timedelta(seconds=2)) as running:
+        configure(settings, running)
+        client = Client()
+        sign_in(client, running, "dana", VIEWER_ACME)
+        assert client.session["sso_tokens"]["refresh_token"] == ""
+        settings.OIDC_RECHECK_SECONDS = 0
+        assert client.get("/").status_code == 200  # the access token still works at userinfo
+        assert running.hits["/oauth2/token"] == 1
+        time.sleep(2.1)
+        response = client.get("/")
+    assert response["Location"] == "/accounts/sso/ended/?why=renew"
+    ended = client.get(response["Location"])
+    assert "Your sign-in needs renewing" in page(ended) and "Sign in with Acme SSO" in page(ended)
+    assert User.objects.get(username="dana").groups.exists()  # nothing taken away: only renewed
 
 
 def test_the_provider_down_at_a_re_check_lets_nothing_through_but_keeps_the_session(

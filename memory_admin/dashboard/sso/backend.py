@@ -80,6 +80,11 @@ class ProviderRefused(Exception):
     vouches for the person (de-provisioned, session ended there)."""
 
 
+class RenewalNeeded(Exception):
+    """Nothing left to ask the provider with (no refresh token, the access token
+    expired): only a new sign-in can confirm the person."""
+
+
 class ProviderBackend(OIDCAuthenticationBackend):
     """Sign-in through the provider (see the module's docstring)."""
 
@@ -200,8 +205,8 @@ class ProviderBackend(OIDCAuthenticationBackend):
         when it sent none: no new ID token and no userinfo endpoint).
 
         Raises :class:`ProviderRefused` when the provider no longer vouches for
-        ``subject``, :class:`SignInFailed` (``PROVIDER_DOWN`` and the like) when it
-        cannot be asked.
+        ``subject``, :class:`RenewalNeeded` when there is nothing to ask it with, and
+        :class:`SignInFailed` (``PROVIDER_DOWN`` and the like) when it cannot be asked.
         """
         claims: dict[str, Any] | None = None
         if tokens.refresh_token:
@@ -223,8 +228,8 @@ class ProviderBackend(OIDCAuthenticationBackend):
                 claims = self.verify_token(id_token, require=ID_TOKEN_CLAIMS)
                 if claims.get("sub") != subject:
                     raise ProviderRefused("the refreshed ID token names another subject")
-        elif tokens.expires_at is not None and tokens.expires_at <= time.time():
-            raise ProviderRefused("the access token has expired and there is no refresh token")
+        elif not tokens.access_token or (tokens.expires_at is not None and tokens.expires_at <= time.time()):
+            raise RenewalNeeded("the access token has expired and there is no refresh token")
         info = self.userinfo(tokens.access_token, subject, refusal=None)
         if info:
             claims = {**(claims or {}), **info}

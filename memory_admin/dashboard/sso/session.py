@@ -20,6 +20,8 @@ from enum import StrEnum
 
 from django.contrib.auth import logout
 from django.contrib.auth.models import User
+from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.http import urlencode
@@ -28,7 +30,13 @@ from django_htmx.http import HttpResponseClientRedirect
 from memory_admin.dashboard.errors import ErrorPage, render_error
 from memory_admin.dashboard.models import IdentityLink
 from memory_admin.dashboard.sso import config as sso_config
-from memory_admin.dashboard.sso.backend import ProviderBackend, ProviderRefused, ProviderTokens, VerifiedSignIn
+from memory_admin.dashboard.sso.backend import (
+    ProviderBackend,
+    ProviderRefused,
+    ProviderTokens,
+    RenewalNeeded,
+    VerifiedSignIn,
+)
 from memory_admin.dashboard.sso.claims import ClaimsRefused, MappedAccess, Refusal, map_claims
 from memory_admin.dashboard.sso.failures import SignInFailed
 from memory_admin.dashboard.sso.sync import record_ended, synchronise
@@ -111,7 +119,7 @@ class ProviderRecheckMiddleware:
     def _recheck(self, request: HttpRequest) -> HttpResponse | None:
         try:
             config = sso_config.provider_config()
-        except Exception:  # half configured: the system check says what; no provider session may go on
+        except ImproperlyConfigured:  # the system check says what; no provider session may go on
             config = None
         if config is None or request.session.get(ISSUER) != config.issuer:
             return _end(request, Ended.RENEW, config_name="the identity provider")
@@ -129,6 +137,8 @@ class ProviderRecheckMiddleware:
         backend = ProviderBackend()
         try:
             tokens, claims = backend.refresh(tokens, subject)
+        except RenewalNeeded:
+            return _end(request, Ended.RENEW, config_name=config.name)
         except ProviderRefused as refused:
             log.info("the provider refused %s's re-check: %s", user.get_username(), refused)
             record_ended(user, config, f"the provider refused the re-check ({refused})")
@@ -149,12 +159,12 @@ class ProviderRecheckMiddleware:
             try:
                 mapped = map_claims(claims, config.rules)
             except ClaimsRefused as refused:
-                if refused.reason is Refusal.NO_ROLE:
-                    synchronise(config, link, MappedAccess(roles={}, grants={}), when="at a re-check")
+                with transaction.atomic():
+                    if refused.reason is Refusal.NO_ROLE:
+                        synchronise(config, link, MappedAccess(roles={}, grants={}), when="at a re-check")
                     record_ended(user, config, refused.detail)
-                    return _end(request, Ended.NO_ROLE, config_name=config.name)
-                record_ended(user, config, refused.detail)
-                return _end(request, Ended.CLAIMS, config_name=config.name)
+                why = Ended.NO_ROLE if refused.reason is Refusal.NO_ROLE else Ended.CLAIMS
+                return _end(request, why, config_name=config.name)
             synchronise(config, link, mapped, when="at a re-check")
         request.session[TOKENS] = asdict(tokens)
         request.session[CHECKED_AT] = time.time()

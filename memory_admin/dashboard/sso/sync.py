@@ -126,6 +126,7 @@ def _sign_in(config: ProviderConfig, verified: VerifiedSignIn, mapped: MappedAcc
     return SignedIn(user=user, link=link, changes=tuple(changes), created=created)
 
 
+@transaction.atomic
 def synchronise(config: ProviderConfig, link: IdentityLink, mapped: MappedAccess, *, when: str) -> list[Change]:
     """Make the provider-given roles and grants of ``link``'s user exactly ``mapped``'s,
     leaving every local one alone; each change audited. Saves ``link.managed_roles``."""
