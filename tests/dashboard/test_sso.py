@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import time
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import requests
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
@@ -215,6 +217,16 @@ def test_local_roles_and_grants_are_never_taken_away_by_the_provider(client: Cli
     assert set(user.groups.values_list("name", flat=True)) == {"curator", "privacy officer"}
 
 
+def test_memory_user_show_says_what_came_from_the_provider(client: Client, provider: Provider) -> None:
+    sign_in(client, provider, "dana", VIEWER_ACME)
+    add_grants(User.objects.get(username="dana"), [parse_scope_text("tenant=initech")])
+    out = io.StringIO()
+    call_command("memory_user", "show", "dana", stdout=out)
+    assert out.getvalue().strip() == (
+        "dana: viewer — sees tenant=acme, tenant=initech (single sign-on; from the provider: viewer, tenant=acme)"
+    )
+
+
 def test_an_existing_local_username_is_not_taken_over(client: Client, provider: Provider) -> None:
     local = make_user("dana", "admin")
     response = sign_in(client, provider, "dana-sub", VIEWER_ACME, preferred_username="dana")
@@ -246,8 +258,6 @@ def test_the_token_request_proves_the_pkce_verifier(settings: Any) -> None:
     def record(app: Any) -> Any:
         def middleware(environ: dict[str, Any], start_response: Any) -> Any:
             if environ.get("PATH_INFO") == "/oauth2/token":
-                import io
-
                 body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
                 bodies.append(body.decode())
                 environ["wsgi.input"] = io.BytesIO(body)
@@ -565,8 +575,6 @@ def test_signing_out_signs_out_of_the_provider_too(client: Client, provider: Pro
         "post_logout_redirect_uri": "http://testserver/accounts/login/",
     }
     assert signed_in_user(client) is None
-    import requests
-
     assert requests.get(location, timeout=10).status_code == 200  # the provider's own sign-out page
 
 
