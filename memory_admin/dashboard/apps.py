@@ -25,6 +25,7 @@ class DashboardConfig(AppConfig):
 
     def ready(self) -> None:
         from memory_admin.dashboard.permissions import ensure_roles
+        from memory_admin.dashboard.sso import checks  # noqa: F401 (registers single sign-on's system check)
 
         # the role groups exist (with their permissions) after every migrate
         connection_created.connect(secure_delete, dispatch_uid="memory_admin.dashboard.secure_delete")

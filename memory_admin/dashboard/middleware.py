@@ -35,17 +35,35 @@ class ContentSecurityPolicyMiddleware:
 
     The policy is one fixed string: the dashboard loads scripts, styles and data only
     from itself, has no inline script or style, and is never framed. First in the
-    middleware list, so redirects, error pages and static files carry it too.
+    middleware list, so redirects, error pages and static files carry it too. With
+    single sign-on on, ``form-action`` also names the provider's origin: starting a
+    sign-in and signing out are forms whose answers redirect there.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        from memory_admin.dashboard.sso.config import form_action_origins
+
         self.get_response = get_response
-        self.policy: str = settings.DASHBOARD_CONTENT_SECURITY_POLICY
+        self.policy: str = with_form_action(settings.DASHBOARD_CONTENT_SECURITY_POLICY, form_action_origins())
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         response.setdefault("Content-Security-Policy", self.policy)
         return response
+
+
+def with_form_action(policy: str, origins: list[str]) -> str:
+    """``policy`` with ``origins`` added to its ``form-action`` directive."""
+    if not origins:
+        return policy
+    directives = [part.strip() for part in policy.split(";") if part.strip()]
+    for number, directive in enumerate(directives):
+        if directive.split()[0] == "form-action":
+            directives[number] = " ".join([directive, *origins])
+            break
+    else:
+        directives.append(" ".join(["form-action 'self'", *origins]))
+    return "; ".join(directives)
 
 
 class EmptyParametersMiddleware:

@@ -73,6 +73,14 @@ class AuditEntry(models.Model):
         SWEEP = "sweep", "sweep expired records"
         EXPORT = "export", "export records"
         EXPORT_AUDIT = "export_audit", "export the audit log"
+        # what the identity provider caused (single sign-on: dashboard/sso/)
+        SSO_USER = "sso_user", "identity provider: first sign-in"
+        SSO_ROLE_ADD = "sso_role_add", "identity provider: role given"
+        SSO_ROLE_REMOVE = "sso_role_remove", "identity provider: role taken away"
+        SSO_GRANT_ADD = "sso_grant_add", "identity provider: scope granted"
+        SSO_GRANT_REMOVE = "sso_grant_remove", "identity provider: scope grant taken away"
+        SSO_REFUSED = "sso_refused", "identity provider: sign-in refused"
+        SSO_ENDED = "sso_ended", "identity provider: access ended"
 
     class Outcome(models.TextChoices):
         STARTED = "started", "started"
@@ -108,3 +116,37 @@ class AuditEntry(models.Model):
     @property
     def scope_text(self) -> str:
         return format_scope(self.scope)
+
+
+class IdentityLink(models.Model):
+    """A dashboard user who signs in through the identity provider: which subject at
+    which issuer they are, and which roles the provider gave them (and so may take
+    away again; a role given locally is never the provider's to remove)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="identity_link")
+    issuer = models.CharField(max_length=500)
+    subject = models.CharField(max_length=255, help_text="the provider's unchanging id of the person (sub)")
+    managed_roles = models.JSONField(default=list, blank=True, help_text="role slugs the provider gave")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sign_in_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="unique_identity_link"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.subject} at {self.issuer}"
+
+
+class ProviderGrant(models.Model):
+    """Marks a :class:`ScopeGrant` the identity provider gave, so the provider may take
+    it away again; an unmarked grant was given locally and stays whatever the provider
+    says. Revoking the grant locally removes the mark with it."""
+
+    grant = models.OneToOneField(ScopeGrant, on_delete=models.CASCADE, related_name="provider_mark")
+    source = models.CharField(max_length=1000, blank=True, help_text="the claim value that gave it")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"provider grant {self.grant_id}"

@@ -8,7 +8,19 @@ from __future__ import annotations
 
 from django.urls import include, path, register_converter
 
-from memory_admin.dashboard.views import audit, browse, curation, export, health, privacy, recall, records, scopes
+from memory_admin.dashboard.views import (
+    audit,
+    browse,
+    curation,
+    export,
+    health,
+    privacy,
+    recall,
+    records,
+    scopes,
+    signin,
+    sso,
+)
 from memory_admin.dashboard.views.healthz import healthz
 
 
@@ -58,6 +70,13 @@ dashboard_patterns = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),  # load balancers: no sign-in, no details
+    # sign-in and sign-out: a password (while MEMORY_ADMIN_LOCAL_SIGNIN is on) or the
+    # identity provider (when OIDC_ISSUER is set); Django's own auth views behind them
+    path("accounts/login/", signin.SignInView.as_view(), name="login"),
+    path("accounts/logout/", sso.SignOutView.as_view(), name="logout"),
+    path("accounts/sso/start/", sso.start, name="sso_start"),
+    path("accounts/sso/callback/", sso.callback, name="sso_callback"),
+    path("accounts/sso/ended/", sso.ended, name="sso_ended"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include((dashboard_patterns, "dashboard"))),
 ]

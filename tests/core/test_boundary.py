@@ -1,4 +1,5 @@
-"""The store library never imports Django: only memory_admin.dashboard may."""
+"""The store library never imports Django (nor the single sign-on client and its JWT
+library): only memory_admin.dashboard may."""
 
 from __future__ import annotations
 
@@ -18,14 +19,17 @@ CORE_MODULES = sorted(
     if not info.name.startswith("memory_admin.dashboard")
 )
 
-PROBE = """
+FORBIDDEN = ("django", "django_htmx", "whitenoise", "mozilla_django_oidc", "jwt")
+
+PROBE = f"""
 import importlib, json, sys
+FORBIDDEN = {FORBIDDEN!r}
 try:
     importlib.import_module(sys.argv[1])
 except ImportError as exc:  # an integration whose framework's extra is not installed here
     if "pip install 'memory-admin[" not in str(exc):
         raise
-print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("django", "django_htmx", "whitenoise"))))
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in FORBIDDEN)))
 """
 
 
@@ -45,10 +49,11 @@ def test_importing_a_core_module_never_imports_django(module: str) -> None:
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []
 
 
-RUN_WITHOUT_DJANGO = """
+RUN_WITHOUT_DJANGO = f"""
 import sys, pytest
+FORBIDDEN = {FORBIDDEN!r}
 code = pytest.main(["-q", "-p", "no:django", "-p", "no:cacheprovider", sys.argv[1]])
-print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("django", "django_htmx", "whitenoise"))))
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in FORBIDDEN)))
 sys.exit(int(code))
 """
 

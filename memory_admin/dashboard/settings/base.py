@@ -71,6 +71,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # a single sign-on session asks the provider again every OIDC_RECHECK_SECONDS
+    "memory_admin.dashboard.sso.session.ProviderRecheckMiddleware",
     "memory_admin.dashboard.middleware.HtmxSignInRedirectMiddleware",
     "memory_admin.dashboard.middleware.EmptyParametersMiddleware",
     # the memory library's typed errors → HTTP, in one place
@@ -145,7 +147,10 @@ LOGIN_URL = "login"
 # live in the dashboard database, so every server worker counts the same ones.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out pair before any password check
-    "django.contrib.auth.backends.ModelBackend",
+    # passwords, while MEMORY_ADMIN_LOCAL_SIGNIN is on (Django's model backend behind the switch)
+    "memory_admin.dashboard.sso.backend.LocalPasswordBackend",
+    # single sign-on (below): only its callback view signs anyone in through it
+    "memory_admin.dashboard.sso.backend.ProviderBackend",
 ]
 AXES_FAILURE_LIMIT = int(os.environ.get("DASHBOARD_SIGNIN_FAILURES", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("DASHBOARD_SIGNIN_COOLOFF_MINUTES", "15")))
@@ -155,6 +160,30 @@ AXES_DISABLE_ACCESS_LOG = True  # no log of successful sign-ins: the dashboard k
 AXES_LOCKOUT_CALLABLE = "memory_admin.dashboard.views.signin.locked_out"
 LOGIN_REDIRECT_URL = "dashboard:browse"
 LOGOUT_REDIRECT_URL = "login"
+
+# Single sign-on through an OpenID Connect provider (docs/deploy.md, "Single sign-on"):
+# on when OIDC_ISSUER is set, configured from the issuer's discovery document. Each
+# value comes from the environment variable of its name; a settings module of your own
+# may set any of them (OIDC_ROLE_MAP, OIDC_GRANT_MAP and OIDC_ENDPOINTS as dicts).
+OIDC_ISSUER = os.environ.get("OIDC_ISSUER", "")
+OIDC_CLIENT_ID = os.environ.get("OIDC_CLIENT_ID", "")
+OIDC_CLIENT_SECRET = os.environ.get("OIDC_CLIENT_SECRET", "")
+OIDC_PROVIDER_NAME = os.environ.get("OIDC_PROVIDER_NAME", "")  # the button: "Sign in with <name>"
+OIDC_SCOPES = os.environ.get("OIDC_SCOPES", "openid email profile")
+OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")  # dots walk nested claims: realm_access.roles
+OIDC_GRANTS_CLAIM = os.environ.get("OIDC_GRANTS_CLAIM", "")  # empty: grants come from the groups claim
+OIDC_GROUP_PREFIX = os.environ.get("OIDC_GROUP_PREFIX", "memory-admin:")
+OIDC_ROLE_MAP: str | dict[str, str] = os.environ.get("OIDC_ROLE_MAP", "")  # JSON: {"group id": "curator"}
+OIDC_GRANT_MAP: str | dict[str, Any] = os.environ.get("OIDC_GRANT_MAP", "")  # JSON: {"group id": ["tenant=acme"]}
+OIDC_MAX_GROUPS = int(os.environ.get("OIDC_MAX_GROUPS", "200"))
+OIDC_USERNAME_CLAIM = os.environ.get("OIDC_USERNAME_CLAIM", "preferred_username")
+OIDC_RECHECK_SECONDS = int(os.environ.get("OIDC_RECHECK_SECONDS", "300"))
+OIDC_TIMEOUT_SECONDS = int(os.environ.get("OIDC_TIMEOUT_SECONDS", "10"))
+OIDC_DISCOVERY_CACHE_SECONDS = int(os.environ.get("OIDC_DISCOVERY_CACHE_SECONDS", "3600"))
+OIDC_ENDPOINTS: str | dict[str, str] = os.environ.get("OIDC_ENDPOINTS", "")  # JSON: endpoints that win over discovery
+OIDC_CALLBACK_URL = os.environ.get("OIDC_CALLBACK_URL", "")  # default: this host's /accounts/sso/callback/
+# the username-and-password form; 0 leaves single sign-on the only way in
+MEMORY_ADMIN_LOCAL_SIGNIN = env_bool("MEMORY_ADMIN_LOCAL_SIGNIN", True)
 
 # The dashboard's own knobs
 DASHBOARD_PAGE_SIZE = int(os.environ.get("DASHBOARD_PAGE_SIZE", "25"))

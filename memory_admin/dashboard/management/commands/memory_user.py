@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from argparse import ArgumentParser
 from typing import Any
@@ -10,8 +11,10 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from memory_admin.dashboard.models import IdentityLink, ProviderGrant
 from memory_admin.dashboard.permissions import (
     ROLES,
+    ROLES_BY_SLUG,
     Role,
     add_grants,
     grants_of,
@@ -110,7 +113,14 @@ class Command(BaseCommand):
             where = "every tenant"
         else:
             where = ", ".join(format_scope(g) for g in grants) or "no scopes"
-        self.stdout.write(f"{user.get_username()}: {role.group if role else 'no role'} — sees {where}")
+        line = f"{user.get_username()}: {role.group if role else 'no role'} — sees {where}"
+        link = IdentityLink.objects.filter(user=user).first()
+        if link is not None:
+            given = [ROLES_BY_SLUG[slug].group for slug in link.managed_roles if slug in ROLES_BY_SLUG]
+            marked = ProviderGrant.objects.filter(grant__user=user).values_list("grant__scope_json", flat=True)
+            given += [format_scope(json.loads(text)) for text in marked]
+            line += f" (single sign-on; from the provider: {', '.join(given) or 'nothing'})"
+        self.stdout.write(line)
 
     @staticmethod
     def _user(username: str) -> User:
