@@ -2,7 +2,7 @@
 
 The cluster itself (``initdb`` into a temporary directory, ``pg_ctl start`` on a private
 unix-socket directory with TCP off, run as the ``postgres`` OS user under root) is
-:mod:`memory_admin.bench.pg_cluster`; the tests start it without flushes to disk. One
+:mod:`tests.support.postgres`; the tests start it without flushes to disk. One
 fresh database per test session, and a cheap ``TRUNCATE`` between tests.
 
 Without the binaries these tests skip with a message saying what to install; with
@@ -18,8 +18,8 @@ from typing import NoReturn
 
 import pytest
 
-from memory_admin.bench import pg_cluster
-from memory_admin.bench.pg_cluster import BIN_ENV, ClusterUnavailable, PostgresCluster, find_bin_dir
+from tests.support import postgres as pg_cluster
+from tests.support.postgres import BIN_ENV, ClusterUnavailable, PostgresCluster, find_bin_dir
 
 __all__ = ["BIN_ENV", "REQUIRE_ALL_ENV", "PostgresCluster", "find_bin_dir", "start_cluster"]
 

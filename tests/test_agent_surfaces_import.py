@@ -12,7 +12,7 @@ MODULES = [
     "memory_admin.toolbox",
     "memory_admin.retention",
     "memory_admin.mcp_server",
-    "memory_admin.bench.locomo",
+    "bench.locomo",
 ]
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin.bench.locomo import load_dataset, main
+from bench.locomo import load_dataset, main
 
 
 def conversation(name: str, facts: list[tuple[str, str | list[str]]], qa: list[dict[str, object]]) -> dict[str, object]:
@@ -63,7 +63,7 @@ def test_the_command_prints_and_writes_its_figures(
     assert rows["cross-scope leakage (records, 3 own-scope + 3 other-scope searches)"].endswith("| 0 | 0 | 0 |")
     assert "| truncation rate | 0.0000 (0 of 3) |" in printed
     assert printed.rstrip().endswith("Verdict: pass.")
-    assert f"Command: `python -m memory_admin.bench.locomo {dataset} --out {out}`" in printed
+    assert f"Command: `python -m bench.locomo {dataset} --out {out}`" in printed
 
 
 def test_an_in_memory_store_can_be_measured(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:

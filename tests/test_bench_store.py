@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin.bench.corpus import Corpus
-from memory_admin.bench.pg_cluster import ClusterUnavailable, find_bin_dir, server_user
-from memory_admin.bench.store import _redacted, event_log_bytes, main, record_bytes
+from bench.corpus import Corpus
+from bench.store import _redacted, event_log_bytes, main, record_bytes
 from memory_admin.store.sqlite import SqliteMemoryStore, sqlite_file_stats
 from tests.postgres_cluster import _unavailable
+from tests.support.postgres import ClusterUnavailable, find_bin_dir, server_user
 
 
 def test_sqlite_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -23,7 +23,7 @@ def test_sqlite_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         assert f"| {operation} | 1,500 |" in printed
     assert "index merge (s)" in printed and "Targets at 1,500 records:" in printed
     assert out.read_text().startswith(
-        f"# Store benchmark\n\n```\npython -m memory_admin.bench.store --sizes 1500 --queries 20 --dir {tmp_path}"
+        f"# Store benchmark\n\n```\npython -m bench.store --sizes 1500 --queries 20 --dir {tmp_path}"
     )
 
 
@@ -53,7 +53,7 @@ def test_postgres_report_on_a_throwaway_cluster(tmp_path: Path, capsys: pytest.C
         assert f"| {operation} | 1,500 |" in printed
     assert "VACUUM ANALYZE (s)" in printed and "user-scoped search p99 ≤ 10 ms" in printed
     assert "Of 20 user-scoped searches, the raw statement returned the store's ten records for " in printed
-    assert "python -m memory_admin.bench.store --postgres-throwaway --sizes 1500" in out.read_text()
+    assert "python -m bench.store --postgres-throwaway --sizes 1500" in out.read_text()
 
 
 def test_the_printed_command_never_shows_a_password() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin.bench.store_semantic import main
+from bench.store_semantic import main
 
 
 def test_report_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: object) -> None:

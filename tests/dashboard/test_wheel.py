@@ -89,6 +89,13 @@ def test_the_wheel_carries_templates_static_files_migrations_and_licences(instal
     assert "memory-admin = memory_admin.dashboard.cli:main" in entry_points
 
 
+def test_the_wheel_carries_no_benchmark_and_no_test_code(installed: Installed) -> None:
+    """The benchmarks (``bench/``) and the test support code run from a checkout only."""
+    names = zipfile.ZipFile(installed.wheel).namelist()
+    assert [n for n in names if re.search(r"(^|/)(bench|tests)(/|\.py$)", n)] == []
+    assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"memory_admin"}
+
+
 def test_the_installed_package_runs_from_the_virtualenv(installed: Installed) -> None:
     python = str(installed.venv / "bin" / "python")
     where = installed.run(python, "-c", "import memory_admin; print(memory_admin.__file__)")

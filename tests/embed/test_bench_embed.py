@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin.bench.embed import main, measure, observation_dates
+from bench.embed import main, measure, observation_dates
 from memory_admin.embed import OnnxEmbedder
 from memory_admin.embed.fusion import KEYWORD_WEIGHT
 

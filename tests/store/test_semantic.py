@@ -144,7 +144,7 @@ def test_the_toolbox_and_recall_find_by_meaning(semantic_store: BaseMemoryStore)
 def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(tmp_path: Path, embedder: OnnxEmbedder) -> None:
     import random
 
-    from memory_admin.bench.corpus import Corpus
+    from bench.corpus import Corpus
     from memory_admin.embed.quantize import to_blobs
     from memory_admin.store.vectors import centre, centre_keys, closest
 
@@ -172,7 +172,7 @@ def test_a_large_scope_s_hybrid_page_is_nearly_the_exhaustive_one(
     page would; the page it makes stays the one every candidate would have made."""
     import random
 
-    from memory_admin.bench.corpus import Corpus
+    from bench.corpus import Corpus
     from memory_admin.store import _sql, ranking
 
     corpus, rng = Corpus(), random.Random(5)

@@ -1,4 +1,4 @@
-"""The store benchmark's PostgreSQL target (``python -m memory_admin.bench.store --backend postgres``).
+"""The store benchmark's PostgreSQL target (``python -m bench.store --backend postgres``).
 
 One size runs against one database: the store's tables go in the schema
 ``memory_bench_store`` and the raw baseline's in ``memory_bench_raw`` (each connection's
@@ -22,8 +22,8 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memory_admin.bench.corpus import Corpus
-from memory_admin.bench.store import LoadSampler, ingest_rate, measure_against_raw
+from bench.corpus import Corpus
+from bench.store import LoadSampler, ingest_rate, measure_against_raw
 from memory_admin.scope import scope_json
 from memory_admin.store._sql import dumps
 from memory_admin.store.postgres import PostgresMemoryStore

@@ -1,6 +1,6 @@
 """Concurrency benchmark: several agent processes on one store, event log on and off.
 
-    python -m memory_admin.bench.concurrency [--records 20000] [--processes 1,4,8] [--seconds 4]
+    python -m bench.concurrency [--records 20000] [--processes 1,4,8] [--seconds 4]
         [--rounds 3] [--postgres-throwaway | --no-sqlite …] [--out docs/benchmarks/concurrency.md]
 
 Each process is an agent host: mixed traffic as agents make it, 90 % searches (2–4
@@ -32,8 +32,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_admin.bench.corpus import Corpus, batched
-from memory_admin.bench.store import LoadSampler
+from bench.corpus import Corpus, batched
+from bench.store import LoadSampler
 from memory_admin.store import BaseMemoryStore, open_store
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -293,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             url = f"sqlite:///{Path(folder) / 'memory.sqlite3'}"
             runs.append(run_backend("SQLite (one file)", url, args.records, counts, args.seconds, args.rounds))
     if args.postgres_throwaway:
-        from memory_admin.bench.pg_cluster import ClusterUnavailable, start_cluster
+        from tests.support.postgres import ClusterUnavailable, start_cluster
 
         try:
             cluster = start_cluster(owner_pid=os.getpid())
@@ -306,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             cluster.stop()
     text = report(runs, records=args.records, seconds=args.seconds, rounds=args.rounds)
-    command = "python -m memory_admin.bench.concurrency " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m bench.concurrency " + " ".join(argv if argv is not None else sys.argv[1:])
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,9 @@
 """Dashboard benchmark: server time of the pages people use, on a big memory file.
 
-    python -m memory_admin.dashboard.bench --records 1000000 [--out docs/benchmarks/dashboard.md]
+    python -m bench.dashboard --records 1000000 [--out docs/benchmarks/dashboard.md]
 
 Builds (or reuses) a SQLite memory file of ``--records`` synthetic records
-(:mod:`memory_admin.bench.corpus`) plus 10-deep supersede chains, then requests each
+(:mod:`bench.corpus`) plus 10-deep supersede chains, then requests each
 page through Django's test client — the whole server path: middleware, session and
 grant lookup, form parsing, store calls, template rendering — and reports percentiles
 against the targets of the dashboard issue. The file is kept for the next run.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from memory_admin.bench.corpus import Corpus, batched
+from bench.corpus import Corpus, batched
 from memory_admin.store import MemoryStore, SqliteMemoryStore
 from memory_admin.store import sqlite as sqlite_store
 
@@ -283,7 +283,7 @@ def report(results: dict[str, Any], command: str) -> str:
         "",
         f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
         f"{platform.system()} {platform.machine()}.",
-        f"Memory file: {results['records']:,} synthetic records (`memory_admin.bench.corpus`: 10 tenants × 1,000 "
+        f"Memory file: {results['records']:,} synthetic records (`bench.corpus`: 10 tenants × 1,000 "
         f"users, skewed activity) plus {CHAINS} supersede chains {CHAIN_DEPTH} versions deep"
         + (
             f"; built in {results['build_seconds']:.0f} s."
@@ -321,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = args.path or Path("var/bench") / f"dashboard-{args.records}.sqlite3"
     path.parent.mkdir(parents=True, exist_ok=True)
     results = run(path, args.records, args.samples)
-    command = "python -m memory_admin.dashboard.bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m bench.dashboard " + " ".join(argv if argv is not None else sys.argv[1:])
     text = report(results, command.strip())
     sys.stdout.write(text)
     if args.out:

