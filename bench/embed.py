@@ -35,18 +35,16 @@ import argparse
 import json
 import os
 import re
-import shlex
 import sqlite3
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from bench.locomo import CATEGORIES, Dataset, Question, StoreRun, load_dataset, percentile
+from bench.locomo import CATEGORIES, Dataset, Question, StoreRun, load_dataset
+from bench.measure import answer_parent, command, percentile, rss_mb, run_child, scratch, sqlite_url, write_report
 from memory_admin.embed import int8_scores, open_embedder, quantize_int8, rrf_fusion, zscore_fusion
 from memory_admin.embed.fusion import CANDIDATES, KEYWORD_WEIGHT
 from memory_admin.embed.protocol import numpy
@@ -73,13 +71,6 @@ def observation_dates(path: Path) -> list[str]:
             for facts in session.values():
                 dates.extend(date for _ in facts)
     return dates
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def recall(dataset: Dataset, question: Question, ranked: Sequence[int]) -> float:
@@ -180,8 +171,8 @@ def measure(path: Path, spec: str) -> dict[str, Any]:
 
     porter = PorterDateKeyword(dataset, dates)
     with (
-        tempfile.TemporaryDirectory(prefix="embed-bench-") as folder,
-        open_store(f"sqlite:///{Path(folder) / 'memory.sqlite3'}", persist_events=False) as store,
+        scratch("embed-bench-") as folder,
+        open_store(sqlite_url(folder), persist_events=False) as store,
     ):
         run = StoreRun(store, dataset, "embed-bench")
         index_of = {record_id: i for i, record_id in enumerate(run.owner)}
@@ -267,23 +258,20 @@ def measure(path: Path, spec: str) -> dict[str, Any]:
 
 def measure_apart(path: Path, spec: str) -> dict[str, Any]:
     """:func:`measure` in a fresh interpreter: its load time and RSS are the embedder's own."""
-    command = [sys.executable, "-m", "bench.embed", str(path), "--embedder", spec, "--json"]
-    result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
-    figures: dict[str, Any] = json.loads(result.stdout)
-    return figures
+    return run_child("bench.embed", str(path), "--embedder", spec, "--json")
 
 
 def _fmt(value: float) -> str:
     return f"{value:.4f}"
 
 
-def report(results: Sequence[dict[str, Any]], command: str) -> str:
+def report(results: Sequence[dict[str, Any]], command_line: str) -> str:
     first = results[0]
     names = ["all", *CATEGORIES.values()]
     lines = [
         "# Recall by meaning on LoCoMo (development split)",
         "",
-        f"Command: `{command}`",
+        f"Command: `{command_line}`",
         "",
         f"{first['records']} observations as records (one scope per conversation of a fresh SQLite store), "
         f"{first['questions']} questions of categories 1-4; evidence recall@{K}. Fusion over the store's top "
@@ -346,18 +334,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
     specs = options.embedder or ["default"]
     if options.json:
-        print(json.dumps(measure(options.dataset, specs[0])))
-        return 0
+        return answer_parent(measure(options.dataset, specs[0]))
     measure_one: Callable[[Path, str], dict[str, Any]] = measure_apart
     results = [measure_one(options.dataset, spec) for spec in specs]
-    command = "python -m bench.embed " + shlex.join(sys.argv[1:] if argv is None else list(argv))
-    text = report(results, command)
+    text = report(results, command("bench.embed", argv))
     if options.appendix is not None:
         text += "\n" + options.appendix.read_text(encoding="utf-8")
     print(text, end="")
-    if options.out is not None:
-        options.out.parent.mkdir(parents=True, exist_ok=True)
-        options.out.write_text(text, encoding="utf-8")
+    write_report(options.out, text)
     return 1 if any(r["leaked"] for r in results) else 0
 
 
