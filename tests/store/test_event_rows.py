@@ -22,8 +22,6 @@ from hypothesis import strategies as st
 from memory_admin.events import AnyEvent, MemoryRecallEvent, MemorySearchEvent, MemoryWriteEvent
 from memory_admin.store import BaseMemoryStore, SqliteMemoryStore
 from memory_admin.store._sql import EVENT_COLUMNS, Dialect, event_row
-from memory_admin.store.postgres import PostgresMemoryStore
-from memory_admin.store.postgres.search import DIALECT as POSTGRES
 from memory_admin.store.sqlite import events_path
 from memory_admin.store.sqlite.session import DIALECT as SQLITE
 
@@ -51,9 +49,11 @@ def _log(store: BaseMemoryStore, events: list[AnyEvent]) -> None:
 def logged(request: pytest.FixtureRequest) -> tuple[Logged, Dialect]:
     if request.param == "sqlite":
         return _sqlite, SQLITE
+    url: str = request.getfixturevalue("postgres_url")  # skips without the postgres extra
     import psycopg
 
-    url: str = request.getfixturevalue("postgres_url")
+    from memory_admin.store.postgres import PostgresMemoryStore
+    from memory_admin.store.postgres.search import DIALECT as POSTGRES
 
     def postgres(events: list[AnyEvent], tenant: str) -> list[list[Any]]:
         _log(PostgresMemoryStore(url), events)

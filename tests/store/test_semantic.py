@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.optional import needs_extra
+
+pytest.importorskip("numpy", reason=needs_extra("semantic"))
+
 from memory_admin.conformance.base import U1, contents, rec
 from memory_admin.embed import HashingEmbedder, OnnxEmbedder
 from memory_admin.errors import CapabilityError, MemoryEmbedderMismatchError
