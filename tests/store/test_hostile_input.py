@@ -136,6 +136,7 @@ FUZZ = settings(
 )
 
 
+@pytest.mark.slow  # about 25 s a backend on two cores
 @FUZZ
 @given(data=st.data())
 def test_every_failure_is_typed(embedded_store: BaseMemoryStore, data: st.DataObject) -> None:
@@ -151,6 +152,7 @@ def postgres_store(postgres_url: str) -> Iterator[BaseMemoryStore]:
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_every_failure_is_typed_on_postgres(postgres_store: BaseMemoryStore, data: st.DataObject) -> None:
