@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from memory_admin.conformance.base import ACME, OTHER, U1, U2, U10, ConformanceBase, contents, rec
-from memory_admin.conformance.support import AsyncBridge, FakeClock
+from memory_admin.conformance.support import APIS, FakeClock, through
 from memory_admin.embed.hashing import HashingEmbedder
 from memory_admin.errors import CapabilityError, MemoryEmbedderMismatchError
 from memory_admin.records import SearchMode
@@ -33,14 +33,9 @@ class SemanticCases(ConformanceBase):
         yield store
         store.close()
 
-    @pytest.fixture(params=["sync", "async"])
+    @pytest.fixture(params=APIS)
     def estore(self, request: pytest.FixtureRequest, raw_embedding_store: FullMemoryStore) -> Iterator[FullMemoryStore]:
-        if request.param == "sync":
-            yield raw_embedding_store
-            return
-        bridge = AsyncBridge(raw_embedding_store)
-        yield cast(FullMemoryStore, bridge)
-        bridge.close()
+        yield from through(request.param, raw_embedding_store)
 
     @staticmethod
     def _find(store: FullMemoryStore, mode: SearchMode, query: str = "garden notes", **extra: Any) -> list[str]:
