@@ -19,6 +19,12 @@ from memory_admin.conformance.base import U1, contents, rec
 from memory_admin.embed import HashingEmbedder, OnnxEmbedder
 from memory_admin.errors import CapabilityError, MemoryEmbedderMismatchError
 from memory_admin.store import BaseMemoryStore, MemoryNeeds, open_store, require_memory
+from tests.support.stores import backend_url, backends
+
+
+def _question(store: BaseMemoryStore, text: str, mode: str | None = None) -> list[str]:
+    return contents(store.search({"scope": U1, "query": text, "limit": 1, **({"mode": mode} if mode else {})}))
+
 
 FACTS = [
     "Dana is a staff engineer on the payments team",
@@ -28,16 +34,9 @@ FACTS = [
 ]
 
 
-def _question(store: BaseMemoryStore, text: str, mode: str | None = None) -> list[str]:
-    return contents(store.search({"scope": U1, "query": text, "limit": 1, **({"mode": mode} if mode else {})}))
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgres":
-        url: str = request.getfixturevalue("postgres_url")
-        return url
-    return f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+@pytest.fixture(params=backends("sqlite", "postgres"))
+def store_url(request: pytest.FixtureRequest) -> str:
+    return backend_url(request.param, request)
 
 
 @pytest.fixture
