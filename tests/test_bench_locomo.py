@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from bench.locomo import load_dataset, main
-
-
-def conversation(name: str, facts: list[tuple[str, str | list[str]]], qa: list[dict[str, object]]) -> dict[str, object]:
-    return {
-        "sample_id": name,
-        "conversation": {},
-        "observation": {"session_1_observation": {"Ann": [[text, dialog] for text, dialog in facts]}},
-        "qa": qa,
-    }
+from tests.support.locomo import conversation, write_dataset
 
 
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
-    path = tmp_path / "locomo-mini.json"
-    data = [
+    return write_dataset(
+        tmp_path / "locomo-mini.json",
         conversation(
             "conv-a",
             [("Ann adopted a grey cat named Pixel.", "D1:1"), ("Ann works as a nurse in Leeds.", ["D1:2", "D1:3"])],
@@ -31,15 +22,15 @@ def dataset(tmp_path: Path) -> Path:
                 {"question": "Where does Ann work?", "answer": "Leeds", "evidence": ["D1:2; D1:3"], "category": 1},
                 {"question": "Did Ann buy a boat?", "answer": "no", "evidence": [], "category": 5},
             ],
+            date=None,
         ),
         conversation(
             "conv-b",
             [("Bo plays the cello in an orchestra.", "D1:1"), ("Bo has a cat called Miso.", "D1:2")],
             [{"question": "Which instrument does Bo play?", "answer": "cello", "evidence": ["D1:1"], "category": 4}],
+            date=None,
         ),
-    ]
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return path
+    )
 
 
 def test_the_dataset_loader_keeps_categories_one_to_four_and_splits_evidence(dataset: Path) -> None:
