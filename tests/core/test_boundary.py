@@ -9,11 +9,8 @@ benchmarks of the store library (all of ``bench/`` but the dashboard's) are chec
 
 from __future__ import annotations
 
-import json
 import os
 import pkgutil
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,9 +19,9 @@ import pytest
 
 import bench
 import memory_admin
+from tests.support.child import ROOT, report, run_python
 from tests.support.optional import EXTRAS, needs_extra, unavailable
 
-ROOT = Path(__file__).resolve().parents[2]
 FRAMEWORK = ("django", "django_htmx", "whitenoise")
 
 CORE_MODULES = sorted(
@@ -60,17 +57,7 @@ def check_imports(modules: Sequence[str], *, path: Path = ROOT) -> dict[str, dic
     import path): each that pulled in a framework module (``pulled``), or could not be
     imported for a missing module (``missing``). Modules that import cleanly are absent."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(path), os.environ.get("PYTHONPATH"))))}
-    done = subprocess.run(
-        [sys.executable, "-c", CHECKER, ",".join(FRAMEWORK), *modules],
-        capture_output=True,
-        text=True,
-        cwd=path,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found: dict[str, dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
+    found: dict[str, dict[str, Any]] = report(run_python(CHECKER, ",".join(FRAMEWORK), *modules, env=env, cwd=path))
     return found
 
 
@@ -140,12 +127,4 @@ sys.exit(int(code))
 
 def test_the_reports_are_tested_without_django() -> None:
     """The reports' tests pass with pytest-django switched off, and nothing imports Django."""
-    tests = Path(__file__).parents[1] / "reports"
-    result = subprocess.run(
-        [sys.executable, "-c", RUN_WITHOUT_DJANGO, str(tests)],
-        capture_output=True,
-        text=True,
-        cwd=tests.parents[1],
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+    assert report(run_python(RUN_WITHOUT_DJANGO, str(ROOT / "tests" / "reports"))) == []

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
-import subprocess
 import sys
 
 import pytest
@@ -20,6 +18,7 @@ from memory_admin.embed import (
     embedder_from_env,
     open_embedder,
 )
+from tests.support.child import report, run_python
 from tests.support.optional import needs_extra
 
 
@@ -66,8 +65,7 @@ except EmbedderUnavailableError as exc:
 
 
 def test_without_the_extra_memory_admin_imports_and_embedding_names_the_install() -> None:
-    result = subprocess.run([sys.executable, "-c", WITHOUT_THE_EXTRA], capture_output=True, text=True, check=True)
-    error = json.loads(result.stdout.strip().splitlines()[-1])
+    error = report(run_python(WITHOUT_THE_EXTRA))
     assert error["error"] == "embedder_unavailable"
     assert "pip install 'memory-admin[semantic]'" in error["message"]
 
