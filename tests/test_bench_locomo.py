@@ -8,6 +8,7 @@ import pytest
 
 from bench.locomo import load_dataset, main
 from tests.support.locomo import conversation, write_dataset
+from tests.support.optional import needs_extra
 
 
 @pytest.fixture
@@ -65,6 +66,7 @@ def test_an_in_memory_store_can_be_measured(dataset: Path, capsys: pytest.Captur
 def test_hybrid_is_measured_beside_keyword_mode_rrf_and_the_weight_curve(
     dataset: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    pytest.importorskip("numpy", reason=needs_extra("semantic"))  # the hashing embedder computes with it
     args = [str(dataset), "--mode", "hybrid", "--embedder", "hashing", "--weights", "0,0.5,1", "--no-events"]
     args += ["--context-weights", "0,0.2"]
     assert main(args) == 0

@@ -24,11 +24,15 @@ from memory_admin.store.protocol import FullMemoryStore, RecordListQuery
 MODES: tuple[SearchMode, ...] = ("keyword", "semantic", "hybrid")
 
 
+def _needs_numpy() -> None:
+    """The hashing embedder computes with numpy, which the semantic extra installs."""
+    pytest.importorskip("numpy", reason="the semantic cases need numpy: pip install 'memory-admin[semantic]'")
+
+
 class SemanticCases(ConformanceBase):
     @pytest.fixture
     def raw_embedding_store(self, clock: FakeClock) -> Iterator[FullMemoryStore]:
-        # the hashing embedder computes with numpy, which the semantic extra installs
-        pytest.importorskip("numpy", reason="the semantic cases need numpy: pip install 'memory-admin[semantic]'")
+        _needs_numpy()
         store = self.make_store(clock, embedder=HashingEmbedder())
         yield store
         store.close()
@@ -217,6 +221,7 @@ class SemanticCases(ConformanceBase):
         assert estore.embedding_status().embedded == 1
 
     def test_a_keyword_only_store_leaves_records_to_embed_later(self, raw_store: FullMemoryStore) -> None:
+        _needs_numpy()
         raw_store.write([rec("gardening every weekend"), rec("quarterly taxes"), rec("garden notes", U2)])
         embedding = self.open_again(raw_store, embedder=HashingEmbedder())
         if embedding is None or embedding is raw_store:

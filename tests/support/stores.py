@@ -48,9 +48,10 @@ def open_backend(kind: str, request: pytest.FixtureRequest, **options: Any) -> B
         return InMemoryMemoryStore(**options)
     if kind == "sqlite":
         return SqliteMemoryStore(sqlite_path(request), **options)
+    url = backend_url(kind, request)  # a skip, or a failure in CI, without the postgres extra
     from memory_admin.store.postgres import PostgresMemoryStore
 
-    return PostgresMemoryStore(backend_url(kind, request), **options)
+    return PostgresMemoryStore(url, **options)
 
 
 @contextmanager
