@@ -50,8 +50,9 @@ def test_the_cosine_error_of_int8_vectors_is_small(embedder: OnnxEmbedder, vecto
     error = np.abs(exact - approx)
     assert error.mean() < 0.002
     assert error.max() < 0.01
-    # the same best match for every query
-    assert (exact.argmax(axis=0) == approx.argmax(axis=0)).all()
+    # the same best match for every query (each text is stored three times, numbered, so
+    # its copies tie within the int8 error: the best match is a text, not one copy)
+    assert [TEXTS[i] for i in exact.argmax(axis=0)] == [TEXTS[i] for i in approx.argmax(axis=0)]
     # and against itself a stored vector keeps a cosine of ~1
     self_cosine = (dequantize_int8(codes, scales) * vectors).sum(axis=1)
     assert np.abs(self_cosine - 1).max() < 0.005
