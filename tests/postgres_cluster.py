@@ -2,12 +2,13 @@
 
 The cluster itself (``initdb`` into a temporary directory, ``pg_ctl start`` on a private
 unix-socket directory with TCP off, run as the ``postgres`` OS user under root) is
-:mod:`memory_admin.bench.pg_cluster`; the tests start it without flushes to disk. One
+:mod:`tests.support.postgres`; the tests start it without flushes to disk. One
 fresh database per test session, and a cheap ``TRUNCATE`` between tests.
 
-Without the binaries these tests skip with a message saying what to install; with
-``MEMORY_ADMIN_REQUIRE_ALL=1`` (CI) a missing binary is a failure, never a skip.
-Set ``MEMORY_ADMIN_PG_BIN`` to use binaries from another directory.
+Without the binaries or the ``postgres`` extra these tests skip with a message saying
+what to install; with ``MEMORY_ADMIN_REQUIRE_ALL=1`` (CI) that is a failure, never a skip
+(:mod:`tests.support.optional`). Set ``MEMORY_ADMIN_PG_BIN`` to use binaries from another
+directory.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from typing import NoReturn
 
 import pytest
 
-from memory_admin.bench import pg_cluster
-from memory_admin.bench.pg_cluster import BIN_ENV, ClusterUnavailable, PostgresCluster, find_bin_dir
+from tests.support import postgres as pg_cluster
+from tests.support.optional import needs_extra, unavailable
+from tests.support.postgres import BIN_ENV, ClusterUnavailable, PostgresCluster, find_bin_dir, server_user
 
-__all__ = ["BIN_ENV", "REQUIRE_ALL_ENV", "PostgresCluster", "find_bin_dir", "start_cluster"]
+__all__ = ["BIN_ENV", "PostgresCluster", "find_bin_dir", "start_cluster"]
 
-REQUIRE_ALL_ENV = "MEMORY_ADMIN_REQUIRE_ALL"
 STORE_TABLES = (
     "memory_vectors",
     "memory_records",
@@ -37,23 +38,34 @@ TEST_SETTINGS = {"max_connections": "200"}  # the multi-process tests open many 
 
 
 def _unavailable(reason: str) -> NoReturn:
-    message = (
+    unavailable(
         f"PostgreSQL tests need a local server build: {reason}. "
         "Install it with scripts/ensure-system-deps.sh (Debian: apt-get install postgresql) "
         f"or point {BIN_ENV} at a directory holding initdb and pg_ctl."
     )
-    if os.environ.get(REQUIRE_ALL_ENV) == "1":
-        pytest.fail(f"{message} ({REQUIRE_ALL_ENV}=1: a skip here is a failure)", pytrace=False)
-    pytest.skip(message)
 
 
 def start_cluster(*, owner_pid: int | None = None) -> PostgresCluster:
     """A fast (never flushed) cluster, or a skip — a failure under CI — when the machine
     cannot run one. With ``owner_pid``, a later start stops it once that process is gone."""
+    pytest.importorskip("psycopg", reason=needs_extra("postgres"))
     try:
         return pg_cluster.start_cluster(owner_pid=owner_pid, durable=False, settings=TEST_SETTINGS)
     except ClusterUnavailable as exc:
         _unavailable(exc.reason)
+
+
+@pytest.fixture(scope="session")
+def postgres_binaries() -> None:
+    """This machine can start clusters (the server binaries, and a user to run them as
+    under root), for a test that starts its own: a skip — a failure under CI — otherwise."""
+    pytest.importorskip("psycopg", reason=needs_extra("postgres"))
+    try:
+        server_user()
+    except ClusterUnavailable as exc:
+        _unavailable(exc.reason)
+    if find_bin_dir() is None:
+        _unavailable("initdb and pg_ctl were not found")
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin.bench.concurrency import main, mean_interval
+from bench.concurrency import main, mean_interval
 
 
 def test_sqlite_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -21,9 +21,7 @@ def test_sqlite_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "| 1 | " in printed.split("searches/s on/off")[1]
     assert "1 process: search throughput ≥ 0.95× events-off (measured " in printed
     assert "round pairs: mean (95 % interval)" in printed and "95 % interval " in printed
-    assert out.read_text().startswith(
-        "# Concurrency benchmark\n\n```\npython -m memory_admin.bench.concurrency --records 300"
-    )
+    assert out.read_text().startswith("# Concurrency benchmark\n\n```\npython -m bench.concurrency --records 300")
 
 
 def test_mean_interval_brackets_the_mean_of_the_round_pairs() -> None:

@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from memory_admin.bench.locomo import load_dataset, main
-
-
-def conversation(name: str, facts: list[tuple[str, str | list[str]]], qa: list[dict[str, object]]) -> dict[str, object]:
-    return {
-        "sample_id": name,
-        "conversation": {},
-        "observation": {"session_1_observation": {"Ann": [[text, dialog] for text, dialog in facts]}},
-        "qa": qa,
-    }
+from bench.locomo import load_dataset, main
+from tests.support.locomo import conversation, write_dataset
+from tests.support.optional import needs_extra
 
 
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
-    path = tmp_path / "locomo-mini.json"
-    data = [
+    return write_dataset(
+        tmp_path / "locomo-mini.json",
         conversation(
             "conv-a",
             [("Ann adopted a grey cat named Pixel.", "D1:1"), ("Ann works as a nurse in Leeds.", ["D1:2", "D1:3"])],
@@ -31,15 +23,15 @@ def dataset(tmp_path: Path) -> Path:
                 {"question": "Where does Ann work?", "answer": "Leeds", "evidence": ["D1:2; D1:3"], "category": 1},
                 {"question": "Did Ann buy a boat?", "answer": "no", "evidence": [], "category": 5},
             ],
+            date=None,
         ),
         conversation(
             "conv-b",
             [("Bo plays the cello in an orchestra.", "D1:1"), ("Bo has a cat called Miso.", "D1:2")],
             [{"question": "Which instrument does Bo play?", "answer": "cello", "evidence": ["D1:1"], "category": 4}],
+            date=None,
         ),
-    ]
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return path
+    )
 
 
 def test_the_dataset_loader_keeps_categories_one_to_four_and_splits_evidence(dataset: Path) -> None:
@@ -63,7 +55,7 @@ def test_the_command_prints_and_writes_its_figures(
     assert rows["cross-scope leakage (records, 3 own-scope + 3 other-scope searches)"].endswith("| 0 | 0 | 0 |")
     assert "| truncation rate | 0.0000 (0 of 3) |" in printed
     assert printed.rstrip().endswith("Verdict: pass.")
-    assert f"Command: `python -m memory_admin.bench.locomo {dataset} --out {out}`" in printed
+    assert f"Command: `python -m bench.locomo {dataset} --out {out}`" in printed
 
 
 def test_an_in_memory_store_can_be_measured(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,6 +66,7 @@ def test_an_in_memory_store_can_be_measured(dataset: Path, capsys: pytest.Captur
 def test_hybrid_is_measured_beside_keyword_mode_rrf_and_the_weight_curve(
     dataset: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    pytest.importorskip("numpy", reason=needs_extra("semantic"))  # the hashing embedder computes with it
     args = [str(dataset), "--mode", "hybrid", "--embedder", "hashing", "--weights", "0,0.5,1", "--no-events"]
     args += ["--context-weights", "0,0.2"]
     assert main(args) == 0

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin.bench.corpus import Corpus
-from memory_admin.bench.pg_cluster import ClusterUnavailable, find_bin_dir, server_user
-from memory_admin.bench.store import _redacted, event_log_bytes, main, record_bytes
+from bench.corpus import Corpus
+from bench.store import _redacted, event_log_bytes, main, record_bytes
 from memory_admin.store.sqlite import SqliteMemoryStore, sqlite_file_stats
-from tests.postgres_cluster import _unavailable
+from tests.support.optional import needs_extra
 
 
 def test_sqlite_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -23,7 +22,7 @@ def test_sqlite_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         assert f"| {operation} | 1,500 |" in printed
     assert "index merge (s)" in printed and "Targets at 1,500 records:" in printed
     assert out.read_text().startswith(
-        f"# Store benchmark\n\n```\npython -m memory_admin.bench.store --sizes 1500 --queries 20 --dir {tmp_path}"
+        f"# Store benchmark\n\n```\npython -m bench.store --sizes 1500 --queries 20 --dir {tmp_path}"
     )
 
 
@@ -37,13 +36,8 @@ def test_a_run_without_dir_leaves_no_files_behind(
 
 
 @pytest.mark.postgres
+@pytest.mark.usefixtures("postgres_binaries")
 def test_postgres_report_on_a_throwaway_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    try:
-        server_user()
-    except ClusterUnavailable as exc:
-        _unavailable(exc.reason)
-    if find_bin_dir() is None:
-        _unavailable("initdb and pg_ctl were not found")
     out = tmp_path / "store-postgres.md"
     assert main(["--postgres-throwaway", "--sizes", "1500", "--queries", "20", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -53,10 +47,11 @@ def test_postgres_report_on_a_throwaway_cluster(tmp_path: Path, capsys: pytest.C
         assert f"| {operation} | 1,500 |" in printed
     assert "VACUUM ANALYZE (s)" in printed and "user-scoped search p99 ≤ 10 ms" in printed
     assert "Of 20 user-scoped searches, the raw statement returned the store's ten records for " in printed
-    assert "python -m memory_admin.bench.store --postgres-throwaway --sizes 1500" in out.read_text()
+    assert "python -m bench.store --postgres-throwaway --sizes 1500" in out.read_text()
 
 
 def test_the_printed_command_never_shows_a_password() -> None:
+    pytest.importorskip("psycopg", reason=needs_extra("postgres"))  # psycopg reads the connection strings
     shown = _redacted(["--url", "postgresql://memory:s3cret@db/memory", "--sizes", "10"])
     assert "s3cret" not in " ".join(shown) and "db" in shown[1]
     assert "s3cret" not in _redacted(["--url=host=db password=s3cret dbname=memory"])[0]

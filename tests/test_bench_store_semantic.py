@@ -3,29 +3,18 @@ the real default model), never asserts timings."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from memory_admin.bench.store_semantic import main
+from bench.store_semantic import main
+from tests.support.locomo import conversation, write_dataset
 
 
 def test_report_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: object) -> None:
     """(``embedder``: skipped where the semantic extra is missing.)"""
-    texts = tmp_path / "locomo.json"
-    texts.write_text(
-        json.dumps(
-            [
-                {
-                    "sample_id": "c0",
-                    "conversation": {"session_1_date_time": "1:56 pm on 8 May, 2023"},
-                    "observation": {"session_1_observation": {"A": [["Dana works on the payments team.", "D1:1"]]}},
-                    "qa": [],
-                }
-            ]
-        )
-    )
+    dana = conversation("c0", [("Dana works on the payments team.", "D1:1")], [])
+    texts = write_dataset(tmp_path / "locomo.json", dana)
     out = tmp_path / "store-semantic.md"
     args = ["--sizes", "600", "--queries", "20", "--ingest", "30", "--dir", str(tmp_path), "--out", str(out)]
     assert main([*args, "--texts", str(texts)]) == 0

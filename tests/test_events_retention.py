@@ -23,13 +23,7 @@ from memory_admin.store import (
     SqliteMemoryStore,
 )
 from memory_admin.toolbox import MemoryToolbox
-
-DANA = {"tenant": "acme", "user": "dana"}
-PROV = {"source": "test"}
-
-
-def rec(content: str, **fields: Any) -> dict[str, Any]:
-    return {"scope": DANA, "kind": "fact", "content": content, "provenance": PROV, **fields}
+from tests.support.records import DANA, rec
 
 
 @pytest.fixture

@@ -12,9 +12,10 @@ import pytest
 
 from memory_admin.store import SqliteMemoryStore
 from memory_admin.toolbox import TOOL_NAMES, TOOL_SOURCE, input_schema, memory_manual
+from tests.support.optional import needs_extra
 
 # the server and its client come with the mcp extra
-pytest.importorskip("mcp")
+pytest.importorskip("mcp", reason=needs_extra("mcp"))
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client

@@ -1,4 +1,4 @@
-"""``python -m memory_admin.bench.pg_cluster``: a throwaway PostgreSQL cluster from a shell."""
+"""``python -m tests.support.postgres``: a throwaway PostgreSQL cluster from a shell."""
 
 from __future__ import annotations
 
@@ -8,26 +8,24 @@ import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-import psycopg
 import pytest
 
-from memory_admin.bench.pg_cluster import ClusterUnavailable, find_bin_dir, server_user
+from tests.support.optional import needs_extra
+
+pytest.importorskip("psycopg", reason=needs_extra("postgres"))
+
+import psycopg
+
 from memory_admin.conformance.base import U1, rec
 from memory_admin.store import open_store
-from tests.postgres_cluster import _unavailable
 
 pytestmark = pytest.mark.postgres
 
 
+@pytest.mark.usefixtures("postgres_binaries")
 def test_the_command_prints_a_durable_clusters_url_and_deletes_the_cluster_when_stopped() -> None:
-    try:
-        server_user()
-    except ClusterUnavailable as exc:
-        _unavailable(exc.reason)
-    if find_bin_dir() is None:
-        _unavailable("initdb and pg_ctl were not found")
     command = subprocess.Popen(
-        [sys.executable, "-m", "memory_admin.bench.pg_cluster"],
+        [sys.executable, "-m", "tests.support.postgres"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -24,15 +24,7 @@ from memory_admin.recall import (
 from memory_admin.records import MemorySearchQuery
 from memory_admin.scope import read_view
 from memory_admin.store import BaseMemoryStore
-
-DANA = {"tenant": "acme", "user": "dana"}
-BOB = {"tenant": "acme", "user": "bob"}
-ACME = {"tenant": "acme"}
-PROV = {"source": "test"}
-
-
-def rec(content: str, scope: dict[str, str] | None = None, **fields: Any) -> dict[str, Any]:
-    return {"scope": scope or DANA, "kind": "fact", "content": content, "provenance": PROV, **fields}
+from tests.support.records import ACME, BOB, DANA, rec
 
 
 def section(block: str, heading: str) -> list[str]:

@@ -26,16 +26,9 @@ from memory_admin.toolbox import (
     openai_tools,
     run_tool,
 )
+from tests.support.records import ACME, BOB, DANA, rec
 
-DANA = {"tenant": "acme", "user": "dana"}
-BOB = {"tenant": "acme", "user": "bob"}
-ACME = {"tenant": "acme"}
-PROV = {"source": "host"}
 FREEZE = {"primitive": "background", "section": "conventions", "key": "deploy_freeze"}
-
-
-def rec(content: str, scope: dict[str, str] | None = None, **fields: Any) -> dict[str, Any]:
-    return {"scope": scope or DANA, "kind": "fact", "content": content, "provenance": PROV, **fields}
 
 
 @pytest.fixture

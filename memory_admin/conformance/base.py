@@ -6,11 +6,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import pytest
 
-from memory_admin.conformance.support import AsyncBridge, FakeClock
+from memory_admin.conformance.support import APIS, FakeClock, through
 from memory_admin.embed.protocol import Embedder
 from memory_admin.errors import (
     CapabilityError,
@@ -90,15 +90,9 @@ class ConformanceBase(ABC):
         yield store
         store.close()
 
-    @pytest.fixture(params=["sync", "async"])
+    @pytest.fixture(params=APIS)
     def store(self, request: pytest.FixtureRequest, raw_store: FullMemoryStore) -> Iterator[FullMemoryStore]:
-        if request.param == "sync":
-            yield raw_store
-            return
-        bridge = AsyncBridge(raw_store)
-        # the bridge answers every member of the protocol (async twins under sync names)
-        yield cast(FullMemoryStore, bridge)
-        bridge.close()
+        yield from through(request.param, raw_store)
 
     @staticmethod
     def _needs(store: FullMemoryStore, **needs: Any) -> None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from memory_admin.conformance.base import ACME, OTHER, U1, U2, U10, ConformanceBase, contents, rec
-from memory_admin.conformance.support import AsyncBridge, FakeClock
+from memory_admin.conformance.support import APIS, FakeClock, through
 from memory_admin.embed.hashing import HashingEmbedder
 from memory_admin.errors import CapabilityError, MemoryEmbedderMismatchError
 from memory_admin.records import SearchMode
@@ -24,21 +24,22 @@ from memory_admin.store.protocol import FullMemoryStore, RecordListQuery
 MODES: tuple[SearchMode, ...] = ("keyword", "semantic", "hybrid")
 
 
+def _needs_numpy() -> None:
+    """The hashing embedder computes with numpy, which the semantic extra installs."""
+    pytest.importorskip("numpy", reason="the semantic cases need numpy: pip install 'memory-admin[semantic]'")
+
+
 class SemanticCases(ConformanceBase):
     @pytest.fixture
     def raw_embedding_store(self, clock: FakeClock) -> Iterator[FullMemoryStore]:
+        _needs_numpy()
         store = self.make_store(clock, embedder=HashingEmbedder())
         yield store
         store.close()
 
-    @pytest.fixture(params=["sync", "async"])
+    @pytest.fixture(params=APIS)
     def estore(self, request: pytest.FixtureRequest, raw_embedding_store: FullMemoryStore) -> Iterator[FullMemoryStore]:
-        if request.param == "sync":
-            yield raw_embedding_store
-            return
-        bridge = AsyncBridge(raw_embedding_store)
-        yield cast(FullMemoryStore, bridge)
-        bridge.close()
+        yield from through(request.param, raw_embedding_store)
 
     @staticmethod
     def _find(store: FullMemoryStore, mode: SearchMode, query: str = "garden notes", **extra: Any) -> list[str]:
@@ -220,6 +221,7 @@ class SemanticCases(ConformanceBase):
         assert estore.embedding_status().embedded == 1
 
     def test_a_keyword_only_store_leaves_records_to_embed_later(self, raw_store: FullMemoryStore) -> None:
+        _needs_numpy()
         raw_store.write([rec("gardening every weekend"), rec("quarterly taxes"), rec("garden notes", U2)])
         embedding = self.open_again(raw_store, embedder=HashingEmbedder())
         if embedding is None or embedding is raw_store:

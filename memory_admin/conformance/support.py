@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from memory_admin.records import MemoryHit, MemoryRecord
-from memory_admin.store.protocol import ErasureReport, MemoryStore, MemoryStoreCapabilities
+from memory_admin.store.protocol import ErasureReport, FullMemoryStore, MemoryStore, MemoryStoreCapabilities
 
 EPOCH = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -73,3 +73,19 @@ class AsyncBridge:
     def __getattr__(self, name: str) -> Any:
         # admin-extension calls have no async twin; they pass through unchanged
         return getattr(self._store, name)
+
+
+APIS = ("sync", "async")
+"""The two ways every case runs: a fixture parametrized over these yields :func:`through`."""
+
+
+def through(api: str, store: FullMemoryStore) -> Iterator[FullMemoryStore]:
+    """``store`` itself (``"sync"``), or an :class:`AsyncBridge` over it (``"async"``),
+    closed after the case: ``yield from through(request.param, raw_store)``."""
+    if api == "sync":
+        yield store
+        return
+    bridge = AsyncBridge(store)
+    # the bridge answers every member of the protocol (async twins under sync names)
+    yield cast(FullMemoryStore, bridge)
+    bridge.close()

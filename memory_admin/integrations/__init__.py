@@ -26,6 +26,7 @@ def require_extra(module: str, extra: str, integration: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise ImportError(
-            f"{integration} needs the {extra} extra: pip install 'memory-admin[{extra}]' ({exc})"
+        raise ModuleNotFoundError(
+            f"{integration} needs the {extra} extra: pip install 'memory-admin[{extra}]' ({exc})",
+            name=exc.name or module,
         ) from exc

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.conf import settings
@@ -14,11 +15,12 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from memory_admin.dashboard import stores
-from memory_admin.dashboard.demo import DemoClock, demo_start, load_demo
 from memory_admin.dashboard.permissions import add_grants, role_named, set_role
 from memory_admin.records import MemoryRecord
 from memory_admin.scope import parse_scope_text
-from memory_admin.store import AdminMemoryStore, InMemoryMemoryStore, RecordListQuery
+from memory_admin.store import AdminMemoryStore, InMemoryMemoryStore, RecordListQuery, SqliteMemoryStore
+from tests.support.optional import needs_extra, unavailable
+from tests.support.stores import demo_memory
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -29,12 +31,21 @@ MakeClient = Callable[..., Client]
 @pytest.fixture
 def demo_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemoryMemoryStore]:
     """The demo corpus, served to the dashboard as its configured store."""
-    clock = DemoClock(demo_start())
-    store = InMemoryMemoryStore(clock=clock)
-    assert load_demo(store, clock) is not None
-    monkeypatch.setitem(stores._stores, settings.MEMORY_STORE_URL, store)
+    with demo_memory() as store:
+        monkeypatch.setitem(stores._stores, settings.MEMORY_STORE_URL, store)
+        yield store
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path, settings: Any) -> Iterator[SqliteMemoryStore]:
+    """A SQLite memory file in the test's folder, served to the dashboard as its configured store."""
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    settings.MEMORY_STORE_URL = url
+    stores.reset_stores()
+    store = stores.get_store(url)
+    assert isinstance(store, SqliteMemoryStore)
     yield store
-    store.close()
+    stores.reset_stores()
 
 
 PASSWORD = "pw-for-tests-only"
@@ -64,6 +75,20 @@ def client_for(db: None) -> MakeClient:
     return make
 
 
+def _signed_in(name: str, role: str, grant: str) -> Any:
+    def client(client_for: MakeClient, demo_store: InMemoryMemoryStore) -> Client:
+        return client_for(role, grant)
+
+    client.__doc__ = f"A client signed in as a {role} of {grant}, over the demo corpus."
+    return pytest.fixture(client, name=name)
+
+
+curator = _signed_in("curator", "curator", "tenant=acme")
+officer = _signed_in("officer", "privacy-officer", "tenant=acme")
+acme_viewer = _signed_in("acme_viewer", "viewer", "tenant=acme")
+dana_viewer = _signed_in("dana_viewer", "viewer", "tenant=acme,user=dana")
+
+
 def find(store: AdminMemoryStore, scope: str, text: str) -> MemoryRecord:
     """The one record under ``scope`` (any state) whose content contains ``text``."""
     query = RecordListQuery.model_validate(
@@ -90,13 +115,6 @@ CHROMIUM_ARGS = [
 ]
 
 
-def _unavailable(reason: str) -> None:
-    """Locally a missing browser skips; under MEMORY_ADMIN_REQUIRE_ALL=1 (CI) it fails."""
-    if os.environ.get("MEMORY_ADMIN_REQUIRE_ALL") == "1":
-        pytest.fail(f"browser tests cannot run: {reason}", pytrace=False)
-    pytest.skip(f"browser tests skipped: {reason}")
-
-
 @pytest.fixture(scope="module")
 def browser(monkeypatch_module: pytest.MonkeyPatch) -> Iterator[Browser]:
     """One headless Chromium per browser-test module (Debian's, never a downloaded one).
@@ -105,12 +123,9 @@ def browser(monkeypatch_module: pytest.MonkeyPatch) -> Iterator[Browser]:
     sync API leaves an event loop marked as running in this thread, which breaks every
     later test that runs an asyncio loop of its own.
     """
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the playwright package is missing (pip install -e '.[browser]')")
+    sync_playwright = pytest.importorskip("playwright.sync_api", reason=needs_extra("browser")).sync_playwright
     if not CHROMIUM.exists():
-        _unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium, or scripts/ensure-system-deps.sh)")
+        unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium, or scripts/ensure-system-deps.sh)")
     # the ORM calls tests make between browser steps are plain blocking calls; Django
     # would refuse them while Playwright's loop counts as running
     monkeypatch_module.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -118,9 +133,43 @@ def browser(monkeypatch_module: pytest.MonkeyPatch) -> Iterator[Browser]:
         try:
             launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         except Exception as exc:
-            _unavailable(f"Chromium did not start: {exc}")
+            unavailable(f"browser tests cannot run: Chromium did not start: {exc}")
         yield launched
         launched.close()
+
+
+@pytest.fixture
+def site(live_server: Any, demo_store: InMemoryMemoryStore) -> str:
+    """The live server over the demo corpus, with a user of each role to sign in as: ada
+    (admin), and vera, cora and pat (viewer, curator and privacy officer of tenant acme)."""
+    make_user("ada", "admin")
+    make_user("vera", "viewer", ("tenant=acme",))
+    make_user("cora", "curator", ("tenant=acme",))
+    make_user("pat", "privacy-officer", ("tenant=acme",))
+    return str(live_server.url)
+
+
+DESKTOP = {"width": 1280, "height": 900}
+
+
+@pytest.fixture
+def page(browser: Browser, site: str, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A tab on :func:`site`, its viewport the test module's ``VIEWPORT`` (else :data:`DESKTOP`)."""
+    with opened_page(browser, site, viewport=getattr(request.module, "VIEWPORT", DESKTOP)) as tab:
+        yield tab
+
+
+@contextmanager
+def opened_page(browser: Browser, base_url: str, *, timeout_ms: float = 10_000, **options: Any) -> Iterator[Page]:
+    """A tab in a browser context of its own (its own cookies) at ``base_url``, each wait
+    up to ``timeout_ms``; ``options`` are Playwright's (``viewport``, ``java_script_enabled``).
+    The context is closed afterwards."""
+    context = browser.new_context(base_url=base_url, **options)
+    context.set_default_timeout(timeout_ms)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 @pytest.fixture(scope="module")

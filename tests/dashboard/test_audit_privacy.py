@@ -5,8 +5,6 @@ scope erased, when, by whom?" stays answerable to someone who knows it."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from io import StringIO
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from memory_admin.dashboard.redaction import hashed_scope, quoted_fragment, valu
 from memory_admin.scope import scope_json
 from memory_admin.store import InMemoryMemoryStore
 from tests.dashboard.conftest import MakeClient, deployment_env
+from tests.support.child import run_python, tail
 
 CANARY = "zqxmeicanary"  # the person's name, as a scope value and in free text
 MEI = {"tenant": "t", "user": CANARY}
@@ -251,8 +250,8 @@ def _dashboard_file_after(tmp_path: Path, *, erase: bool) -> bytes:
     tmp_path.mkdir()
     env = deployment_env(tmp_path)
     script = SCRIPT.format(canary=CANARY, scope="tenant=t,user=" + CANARY, erase=erase)
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    done = run_python(script, env=env)
+    assert done.returncode == 0, tail(done)
     path = tmp_path / "dashboard.sqlite3"
     return b"".join(p.read_bytes() for p in (path, *path.parent.glob("dashboard.sqlite3-*")) if p.exists())
 

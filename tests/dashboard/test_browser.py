@@ -11,34 +11,18 @@ MEMORY_ADMIN_REQUIRE_ALL=1 (CI).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from memory_admin.store import InMemoryMemoryStore
-from tests.dashboard.conftest import PASSWORD, expect, make_user
+from tests.dashboard.conftest import PASSWORD, expect, opened_page
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def site(live_server: Any, demo_store: InMemoryMemoryStore) -> str:
-    make_user("vera", "viewer", ("tenant=acme",))
-    return str(live_server.url)
-
-
-@pytest.fixture
-def page(browser: Browser, site: str) -> Iterator[Page]:
-    context = browser.new_context(base_url=site, viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(10_000)
-    tab = context.new_page()
-    yield tab
-    context.close()
 
 
 def sign_in(page: Page, username: str = "vera") -> None:
@@ -147,10 +131,7 @@ def test_page_through_results(page: Page, settings: Any, demo_store: InMemoryMem
 
 
 def test_everything_works_without_javascript(browser: Browser, site: str) -> None:
-    context = browser.new_context(base_url=site, java_script_enabled=False)
-    context.set_default_timeout(10_000)
-    page = context.new_page()
-    try:
+    with opened_page(browser, site, java_script_enabled=False) as page:
         sign_in(page)
         page.get_by_label("Scope", exact=True).fill("tenant=acme,user=ravi")
         page.get_by_role("button", name="Apply").click()
@@ -158,8 +139,6 @@ def test_everything_works_without_javascript(browser: Browser, site: str) -> Non
         assert "Ravi is the owner of the refunds endpoint" in results_text(page)
         page.get_by_role("link", name=re.compile("Ravi is back from leave")).click()
         assert page.locator("#timeline li.version").count() == 5
-    finally:
-        context.close()
 
 
 def test_a_direction_override_cannot_spoof_the_author_line(page: Page, demo_store: InMemoryMemoryStore) -> None:

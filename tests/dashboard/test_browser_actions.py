@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from memory_admin.events import MemoryRecallEvent
 from memory_admin.store import InMemoryMemoryStore
-from tests.dashboard.conftest import expect, find, make_user, sign_in
+from tests.dashboard.conftest import expect, find, opened_page, sign_in
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -25,27 +25,16 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def site(live_server: Any, demo_store: InMemoryMemoryStore) -> str:
-    make_user("cora", "curator", ("tenant=acme",))
-    make_user("pat", "privacy-officer", ("tenant=acme",))
-    make_user("vera", "viewer", ("tenant=acme",))
-    return str(live_server.url)
-
-
-@pytest.fixture
 def console() -> list[str]:
     return []
 
 
 @pytest.fixture
 def page(browser: Browser, site: str, console: list[str]) -> Iterator[Page]:
-    context = browser.new_context(base_url=site, viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(10_000)
-    tab = context.new_page()
-    tab.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
-    tab.on("pageerror", lambda error: console.append(f"pageerror: {error}"))
-    yield tab
-    context.close()
+    with opened_page(browser, site, viewport={"width": 1280, "height": 900}) as tab:
+        tab.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+        tab.on("pageerror", lambda error: console.append(f"pageerror: {error}"))
+        yield tab
     violations = [line for line in console if "Content Security Policy" in line or line.startswith("pageerror")]
     assert violations == [], violations
 
@@ -77,10 +66,7 @@ def test_invalidate_with_a_reason_updates_the_timeline(page: Page, demo_store: I
 
 
 def test_correct_without_javascript(browser: Browser, site: str, demo_store: InMemoryMemoryStore) -> None:
-    context = browser.new_context(base_url=site, java_script_enabled=False)
-    context.set_default_timeout(10_000)
-    page = context.new_page()
-    try:
+    with opened_page(browser, site, java_script_enabled=False) as page:
         record = find(demo_store, "tenant=acme,user=ravi", "back from leave")
         sign_in(page, "cora")
         page.goto(f"/records/{record.id}/")
@@ -95,8 +81,6 @@ def test_correct_without_javascript(browser: Browser, site: str, demo_store: InM
         assert page.locator("#timeline li.version").count() == 6
         assert page.locator("blockquote.content").inner_text() == "Ravi works on Berlin time, Monday to Friday."
         assert page.locator("#timeline li.version.current ins").last.inner_text() == "Friday."
-    finally:
-        context.close()
 
 
 def test_erase_a_scope_preview_confirm_receipt(page: Page, demo_store: InMemoryMemoryStore) -> None:
@@ -177,13 +161,8 @@ def test_recall_graphs_and_drill_down(page: Page, demo_store: InMemoryMemoryStor
 
 
 def test_recall_numbers_without_javascript(browser: Browser, site: str) -> None:
-    context = browser.new_context(base_url=site, java_script_enabled=False)
-    context.set_default_timeout(10_000)
-    page = context.new_page()
-    try:
+    with opened_page(browser, site, java_script_enabled=False) as page:
         sign_in(page, "vera")
         page.goto("/recall/")
         assert page.locator("table.numbers tbody tr").count() >= 5  # the graphs' numbers, as a table
         assert "10\nrecalls" in page.locator("section.totals").inner_text()
-    finally:
-        context.close()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from memory_admin.store import InMemoryMemoryStore
-from tests.dashboard.conftest import expect, make_user, sign_in
+from tests.dashboard.conftest import expect, opened_page, sign_in
 from tests.dashboard.pages import every_page
 
 if TYPE_CHECKING:
@@ -23,31 +23,14 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def site(live_server: Any, demo_store: InMemoryMemoryStore) -> str:
-    make_user("ada", "admin")
-    make_user("vera", "viewer", ("tenant=acme",))
-    make_user("cora", "curator", ("tenant=acme",))
-    make_user("pat", "privacy-officer", ("tenant=acme",))
-    return str(live_server.url)
-
-
-def open_tab(browser: Browser, site: str, width: int, height: int = 900) -> Iterator[Page]:
-    context = browser.new_context(base_url=site, viewport={"width": width, "height": height})
-    context.set_default_timeout(10_000)
-    tab = context.new_page()
-    yield tab
-    context.close()
-
-
-@pytest.fixture
-def page(browser: Browser, site: str) -> Iterator[Page]:
-    yield from open_tab(browser, site, 1366)
+VIEWPORT = {"width": 1366, "height": 900}
+"""The ``page`` fixture's (conftest): a common laptop's."""
 
 
 @pytest.fixture
 def phone(browser: Browser, site: str) -> Iterator[Page]:
-    yield from open_tab(browser, site, 375, 800)
+    with opened_page(browser, site, viewport={"width": 375, "height": 800}) as tab:
+        yield tab
 
 
 # --- 1. a bad filter never wipes the page ---------------------------------------------
@@ -72,29 +55,24 @@ def assert_error_in_layout(page: Page, text: str) -> None:
     assert bar == "rgb(29, 35, 43)"
 
 
+@pytest.mark.parametrize(
+    ("user", "scope", "error"),
+    [("ada", "acme", "key=value"), ("vera", "tenant=globex", "outside the scopes you may see")],
+    ids=["malformed", "outside-the-grants"],
+)
 @pytest.mark.parametrize(("path", "button"), FORMS)
-def test_a_malformed_scope_shows_its_error_inside_the_page(page: Page, path: str, button: str) -> None:
-    sign_in(page, "ada")
+def test_a_bad_scope_shows_its_error_inside_the_page(
+    page: Page, path: str, button: str, user: str, scope: str, error: str
+) -> None:
+    sign_in(page, user)
     page.goto(path)
-    page.get_by_label("Scope", exact=True).fill("acme")
+    page.get_by_label("Scope", exact=True).fill(scope)
     page.get_by_role("button", name=button, exact=True).click()
-    assert_error_in_layout(page, "key=value")
+    assert_error_in_layout(page, error)
     # the form still works afterwards: a good scope replaces the error
     page.get_by_label("Scope", exact=True).fill("tenant=acme")
     page.get_by_role("button", name=button, exact=True).click()
-    expect(page.locator("[role=alert]").filter(has_text="key=value")).to_have_count(0)
-
-
-@pytest.mark.parametrize(("path", "button"), FORMS)
-def test_a_scope_outside_the_grants_shows_its_error_inside_the_page(page: Page, path: str, button: str) -> None:
-    sign_in(page, "vera")
-    page.goto(path)
-    page.get_by_label("Scope", exact=True).fill("tenant=globex")
-    page.get_by_role("button", name=button, exact=True).click()
-    assert_error_in_layout(page, "outside the scopes you may see")
-    page.get_by_label("Scope", exact=True).fill("tenant=acme")
-    page.get_by_role("button", name=button, exact=True).click()
-    expect(page.locator("[role=alert]").filter(has_text="outside the scopes")).to_have_count(0)
+    expect(page.locator("[role=alert]").filter(has_text=error)).to_have_count(0)
 
 
 def test_a_full_page_error_stays_styled(page: Page) -> None:
@@ -279,10 +257,7 @@ EMPTY = re.compile(r"[?&][a-z_]+=(&|$)")
 
 @pytest.mark.parametrize("javascript", [True, False], ids=["htmx", "no-js"])
 def test_urls_carry_no_empty_parameters(browser: Browser, site: str, javascript: bool) -> None:
-    context = browser.new_context(base_url=site, java_script_enabled=javascript)
-    context.set_default_timeout(10_000)
-    tab = context.new_page()
-    try:
+    with opened_page(browser, site, java_script_enabled=javascript) as tab:
         sign_in(tab, "ada")
         tab.goto("/?scope=tenant%3Dacme")
         tab.get_by_label("Search").fill("aisle")
@@ -293,8 +268,6 @@ def test_urls_carry_no_empty_parameters(browser: Browser, site: str, javascript:
         links = tab.locator("section.results a[href*='?'], .facets a[href*='?']")
         for href in [links.nth(i).get_attribute("href") for i in range(links.count())]:
             assert href is not None and not EMPTY.search(href), href
-    finally:
-        context.close()
 
 
 def test_recall_buckets_apply_on_change(page: Page) -> None:
@@ -444,10 +417,7 @@ def test_replay_now_diffs_without_logging(
     assert isinstance(stored.event, MemoryRecallEvent)
     demo_store.invalidate(stored.event.record_ids[-1], "out of date")
     logged = len(demo_store.query_events({"limit": 10_000, "include_previews": True}))
-    context = browser.new_context(base_url=site, java_script_enabled=javascript, viewport={"width": 375, "height": 800})
-    context.set_default_timeout(10_000)
-    tab = context.new_page()
-    try:
+    with opened_page(browser, site, java_script_enabled=javascript, viewport={"width": 375, "height": 800}) as tab:
         sign_in(tab, "ada")
         tab.goto(f"/recall/events/{stored.id}/")
         tab.get_by_role("button", name="Replay now").click()
@@ -458,8 +428,6 @@ def test_replay_now_diffs_without_logging(
         expect(tab.locator("#event")).to_have_count(1)  # swapped into the page, not over it
         assert page_width(tab) <= 375, overflowing(tab)
         assert len(demo_store.query_events({"limit": 10_000, "include_previews": True})) == logged
-    finally:
-        context.close()
 
 
 def test_a_record_as_of_a_moment(phone: Page, demo_store: InMemoryMemoryStore) -> None:

@@ -24,16 +24,6 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 DANA = "tenant=acme,user=dana"
 
 
-@pytest.fixture
-def curator(client_for: MakeClient, demo_store: InMemoryMemoryStore) -> Client:
-    return client_for("curator", "tenant=acme")
-
-
-@pytest.fixture
-def officer(client_for: MakeClient, demo_store: InMemoryMemoryStore) -> Client:
-    return client_for("privacy-officer", "tenant=acme")
-
-
 def audit_text() -> str:
     """Everything the audit log holds, as one string."""
     return repr(list(AuditEntry.objects.values()))
@@ -302,25 +292,16 @@ def test_audit_log_lists_actions_newest_first(officer: Client, demo_store: InMem
 def test_audit_log_pages_and_grants(client_for: MakeClient, demo_store: InMemoryMemoryStore) -> None:
     from memory_admin.dashboard.views import audit
 
-    for i in range(5):
+    def entry(action: str, user: str, reason: str) -> None:
+        scope = f'{{"tenant":"acme","user":"{user}"}}'
+        at = "2026-01-05T09:00:00Z"
         AuditEntry.objects.create(
-            at="2026-01-05T09:00:00Z",
-            actor="a",
-            action="invalidate",
-            tenant="acme",
-            scope_json='{"tenant":"acme","user":"dana"}',
-            reason=f"reason {i}",
-            outcome="done",
+            at=at, actor="a", action=action, tenant="acme", scope_json=scope, reason=reason, outcome="done"
         )
-    AuditEntry.objects.create(
-        at="2026-01-05T09:00:00Z",
-        actor="a",
-        action="erase",
-        tenant="acme",
-        scope_json='{"tenant":"acme","user":"ravi"}',
-        reason="ravi's erasure",
-        outcome="done",
-    )
+
+    for i in range(5):
+        entry("invalidate", "dana", f"reason {i}")
+    entry("erase", "ravi", "ravi's erasure")
     dana_curator = client_for("curator", DANA)
     page_size = audit.PAGE
     try:

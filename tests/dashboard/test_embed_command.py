@@ -7,6 +7,12 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+
+from tests.support.optional import needs_extra
+
+# the store embeds with the hashing embedder, which computes with numpy
+pytest.importorskip("numpy", reason=needs_extra("semantic"))
+
 from django.core.management import CommandError, call_command
 
 from memory_admin.conformance.base import U1, rec

@@ -5,7 +5,6 @@ canary, one scope over, is still there."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from memory_admin.dashboard.models import AuditEntry
-from memory_admin.dashboard.stores import get_store, reset_stores
 from memory_admin.recall import assemble_recall
 from memory_admin.store import SqliteMemoryStore
 from tests.dashboard.conftest import MakeClient
@@ -28,14 +26,9 @@ U10 = {"tenant": "t", "user": "u10"}  # starts like u1: erasure must stop exactl
 
 
 @pytest.fixture
-def store(tmp_path: Path, settings: object) -> Iterator[SqliteMemoryStore]:
-    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
-    settings.MEMORY_STORE_URL = url  # type: ignore[attr-defined]
-    reset_stores()
-    opened = get_store(url)
-    assert isinstance(opened, SqliteMemoryStore)
-    yield opened
-    reset_stores()
+def store(sqlite_store: SqliteMemoryStore) -> SqliteMemoryStore:
+    """The dashboard's configured store: a SQLite file whose bytes the tests read."""
+    return sqlite_store
 
 
 def file_bytes(path: Path) -> bytes:

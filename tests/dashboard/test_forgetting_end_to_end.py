@@ -7,13 +7,12 @@ database holds a byte of the canary."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.dashboard.conftest import deployment_env
+from tests.support.child import run_python, tail
 
 CANARY = "wuxcanary6603"
 
@@ -84,8 +83,8 @@ def test_a_forgotten_canary_leaves_no_byte_in_any_file(tmp_path: Path, how: str)
     memory = tmp_path / "memory.sqlite3"
     env = deployment_env(tmp_path)
     script = SCRIPT.format(canary=CANARY, how=how, memory=str(memory))
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_python(script, env=env)
+    assert done.returncode == 0, tail(done)
     for name in ("memory.sqlite3", "dashboard.sqlite3"):
         found = _files(tmp_path, name)
         assert found, f"{name} was written"

@@ -38,16 +38,6 @@ def record_page(client: Client, record_id: str, htmx: bool = False) -> tuple[int
     return response.status_code, response.content.decode()
 
 
-@pytest.fixture
-def acme_viewer(client_for: MakeClient, demo_store: InMemoryMemoryStore) -> Client:
-    return client_for("viewer", "tenant=acme")
-
-
-@pytest.fixture
-def dana_viewer(client_for: MakeClient, demo_store: InMemoryMemoryStore) -> Client:
-    return client_for("viewer", "tenant=acme,user=dana")
-
-
 # --- in grant ---------------------------------------------------------------------------
 
 

@@ -4,7 +4,6 @@ action, corrupt rows in a real SQLite file, and the pure checks against brute fo
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from memory_admin.dashboard.models import AuditEntry
-from memory_admin.dashboard.stores import reset_stores
 from memory_admin.events import MemorySearchEvent
 from memory_admin.reports import health
 from memory_admin.store import InMemoryMemoryStore, SqliteMemoryStore
@@ -110,19 +108,6 @@ def test_sweep_deletes_only_expired_records_under_the_scope(officer: Client, dem
 
 
 # --- corrupt rows in a real SQLite file ---------------------------------------------------
-
-
-@pytest.fixture
-def sqlite_store(tmp_path: Path, settings: object) -> Iterator[SqliteMemoryStore]:
-    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
-    settings.MEMORY_STORE_URL = url  # type: ignore[attr-defined]
-    reset_stores()
-    from memory_admin.dashboard.stores import get_store
-
-    store = get_store(url)
-    assert isinstance(store, SqliteMemoryStore)
-    yield store
-    reset_stores()
 
 
 def test_a_corrupt_row_is_listed_and_can_be_deleted(

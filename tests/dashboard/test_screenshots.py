@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from memory_admin.store import InMemoryMemoryStore
-from tests.dashboard.conftest import make_user
+from tests.dashboard.conftest import make_user, opened_page
 from tests.dashboard.pages import every_page
 
 if TYPE_CHECKING:
@@ -38,10 +38,7 @@ def test_screenshot_every_page(
     make_user("ada", "admin")
     pages = every_page(demo_store)
     for width in WIDTHS:
-        context = browser.new_context(base_url=live_server.url, viewport={"width": width, "height": 900})
-        context.set_default_timeout(10_000)
-        tab = context.new_page()
-        try:
+        with opened_page(browser, live_server.url, viewport={"width": width, "height": 900}) as tab:
             for name, url in pages:
                 if name == "sign-in":
                     tab.goto(url)
@@ -55,5 +52,3 @@ def test_screenshot_every_page(
                 if name == "recall":
                     tab.wait_for_selector("html[data-charts]")
                 tab.screenshot(path=str(folder / f"{name}-{width}.png"), full_page=True, animations="disabled")
-        finally:
-            context.close()

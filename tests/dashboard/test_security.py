@@ -25,6 +25,7 @@ from memory_admin.dashboard.models import AuditEntry
 from memory_admin.records import MemoryRecord
 from memory_admin.store import InMemoryMemoryStore
 from tests.dashboard.conftest import MakeClient, find
+from tests.support.child import report
 
 pytestmark = pytest.mark.django_db
 
@@ -420,9 +421,7 @@ print(json.dumps({
 
 
 def test_production_cookies_are_secure(tmp_path: Path) -> None:
-    done = run([sys.executable, "-c", COOKIES], prod_env(tmp_path))
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = report(run([sys.executable, "-c", COOKIES], prod_env(tmp_path)))
     assert found["csrf"] == {"secure": True, "httponly": True, "samesite": "Lax"}
     assert found["session"] == {"secure": True, "httponly": True, "samesite": "Lax"}
     assert found["signed_in"] == 302

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 
 import pytest
+
+from tests.support.child import report, run_python
 
 READ = (
     "import json; from django.conf import settings; "
@@ -19,11 +20,7 @@ READ = (
 def settings_of(module: str, **env: str) -> dict[str, object]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "MEMORY_STORE"))}
     environment.update(DJANGO_SETTINGS_MODULE=module, **env)
-    done = subprocess.run(
-        [sys.executable, "-c", READ], env=environment, capture_output=True, text=True, check=False, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    loaded: dict[str, object] = json.loads(done.stdout)
+    loaded: dict[str, object] = report(run_python(READ, env=environment, timeout=60))
     return loaded
 
 

@@ -18,15 +18,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.dashboard.conftest import expect, opened_page
 from tests.dashboard.server import PASSWORD, production_env, run, serving
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
-
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser fixture skips (or fails, in CI) with the reason
-    expect = None  # type: ignore[assignment]
 
 REPO = Path(__file__).resolve().parents[2]
 # pip's own configuration (the registry) stays; the dashboard's settings do not leak in
@@ -89,6 +85,13 @@ def test_the_wheel_carries_templates_static_files_migrations_and_licences(instal
     assert "memory-admin = memory_admin.dashboard.cli:main" in entry_points
 
 
+def test_the_wheel_carries_no_benchmark_and_no_test_code(installed: Installed) -> None:
+    """The benchmarks (``bench/``) and the test support code run from a checkout only."""
+    names = zipfile.ZipFile(installed.wheel).namelist()
+    assert [n for n in names if re.search(r"(^|/)(bench|tests)(/|\.py$)", n)] == []
+    assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"memory_admin"}
+
+
 def test_the_installed_package_runs_from_the_virtualenv(installed: Installed) -> None:
     python = str(installed.venv / "bin" / "python")
     where = installed.run(python, "-c", "import memory_admin; print(memory_admin.__file__)")
@@ -109,27 +112,24 @@ def test_the_documented_commands_bring_up_a_dashboard_a_browser_signs_in_to(
     assert "tenant=acme" in installed.run(*memory_admin, "stats")
 
     with serving(memory_admin, installed.env, cwd=installed.home) as server:
-        context = browser.new_context(base_url=server.url, viewport={"width": 1280, "height": 900})
-        context.set_default_timeout(15_000)
         failed: list[str] = []
-        context.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
-        page = context.new_page()
-        page.goto("/")
-        assert "/accounts/login/" in page.url
-        page.get_by_label("Username").fill("ines")
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Sign in").click()
-        page.wait_for_url(re.compile(r"/(\?.*)?$"))
-        expect(page.get_by_role("heading", name="Memory", exact=True)).to_be_visible()
-        assert "ines" in page.locator(".who").inner_text()
-        stylesheet = page.locator("link[rel=stylesheet]").first.get_attribute("href") or ""
-        assert re.fullmatch(r"/static/dashboard/style\.[0-9a-f]{12}\.css", stylesheet), stylesheet
+        with opened_page(browser, server.url, timeout_ms=15_000, viewport={"width": 1280, "height": 900}) as page:
+            page.context.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+            page.goto("/")
+            assert "/accounts/login/" in page.url
+            page.get_by_label("Username").fill("ines")
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url(re.compile(r"/(\?.*)?$"))
+            expect(page.get_by_role("heading", name="Memory", exact=True)).to_be_visible()
+            assert "ines" in page.locator(".who").inner_text()
+            stylesheet = page.locator("link[rel=stylesheet]").first.get_attribute("href") or ""
+            assert re.fullmatch(r"/static/dashboard/style\.[0-9a-f]{12}\.css", stylesheet), stylesheet
 
-        page.locator("section.results a[href^='/records/']").first.click()
-        page.wait_for_url(re.compile(r"/records/[^/]+/$"))
-        expect(page.get_by_text("Provenance", exact=True)).to_be_visible()
-        assert failed == []
-        context.close()
+            page.locator("section.results a[href^='/records/']").first.click()
+            page.wait_for_url(re.compile(r"/records/[^/]+/$"))
+            expect(page.get_by_text("Provenance", exact=True)).to_be_visible()
+            assert failed == []
     assert server.returncode == 0, server.stderr
 
     backup = installed.home / "backup.sqlite3"

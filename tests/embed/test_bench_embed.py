@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from memory_admin.bench.embed import main, measure, observation_dates
+from bench.embed import main, measure, observation_dates
 from memory_admin.embed import OnnxEmbedder
 from memory_admin.tuning import KEYWORD_WEIGHT
-
-
-def conversation(name: str, facts: list[tuple[str, str]], qa: list[dict[str, object]]) -> dict[str, object]:
-    return {
-        "sample_id": name,
-        "conversation": {"session_1_date_time": "1:56 pm on 8 May, 2023"},
-        "observation": {"session_1_observation": {"Ann": [[text, dialog] for text, dialog in facts]}},
-        "qa": qa,
-    }
+from tests.support.locomo import conversation, write_dataset
 
 
 @pytest.fixture
@@ -37,8 +28,7 @@ def dataset(tmp_path: Path) -> Path:
         {"question": "Would Ann enjoy the outdoors?", "evidence": ["D1:3"], "category": 3},
     ]
     qa_b = [{"question": "Which instrument does Bo play?", "evidence": ["D1:1"], "category": 4}]
-    path.write_text(json.dumps([conversation("conv-a", facts_a, qa_a), conversation("conv-b", facts_b, qa_b)]))
-    return path
+    return write_dataset(path, conversation("conv-a", facts_a, qa_a), conversation("conv-b", facts_b, qa_b))
 
 
 def test_dates_follow_the_observations(dataset: Path) -> None:

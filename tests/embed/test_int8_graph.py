@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
+
+from tests.support.optional import needs_extra
+
+pytest.importorskip("numpy", reason=needs_extra("semantic"))
+
+import numpy as np
 
 from memory_admin.embed import EmbedderError, OnnxEmbedder, int8_graph
 from memory_admin.embed.int8_graph import cached_int8_matmuls, int8_matmuls
 
-onnx = pytest.importorskip("onnx", reason="the semantic extra is not installed")
+onnx = pytest.importorskip("onnx", reason=needs_extra("semantic"))
 
 TEXTS = [
     "Dana is a staff engineer on the payments team",

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-import numpy as np
 import pytest
+
+from tests.support.optional import needs_extra
+
+pytest.importorskip("numpy", reason=needs_extra("semantic"))
+
+import numpy as np
 
 from memory_admin.embed import DEFAULT_MODEL_ID, Embedder, OnnxEmbedder, default_embedder
 

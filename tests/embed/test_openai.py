@@ -9,8 +9,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
-import numpy as np
 import pytest
+
+from tests.support.optional import needs_extra
+
+pytest.importorskip("numpy", reason=needs_extra("semantic"))
+
+import numpy as np
 
 from memory_admin.embed import EmbedderError, OnnxEmbedder, OpenAIEmbedder, open_embedder
 from memory_admin.embed.server import make_server

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+
+from tests.support.optional import needs_extra
+
+pytest.importorskip("numpy", reason=needs_extra("semantic"))
+
+import numpy as np
 
 from memory_admin.embed import (
     EmbedderError,

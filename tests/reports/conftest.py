@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory_admin.dashboard.demo import DemoClock, demo_start, load_demo
 from memory_admin.records import MemoryRecord
 from memory_admin.store import InMemoryMemoryStore
+from tests.support.stores import demo_memory
 
 T0 = datetime(2026, 1, 5, 9, tzinfo=UTC)  # a Monday
 
@@ -36,8 +36,5 @@ def rec(
 @pytest.fixture
 def demo_store() -> Iterator[InMemoryMemoryStore]:
     """The dashboard's demo corpus (the demo module needs no Django)."""
-    clock = DemoClock(demo_start())
-    store = InMemoryMemoryStore(clock=clock)
-    assert load_demo(store, clock) is not None
-    yield store
-    store.close()
+    with demo_memory() as store:
+        yield store

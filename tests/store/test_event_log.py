@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, RecordListQuery, SqliteMemoryStore, open_store
+from memory_admin.store import BaseMemoryStore, RecordListQuery, SqliteMemoryStore, open_store
+from tests.support.stores import backend_url, backends, open_backend
 
 SCOPE = {"tenant": "acme", "user": "u1"}
 PROV = {"source": "event-log-test"}
@@ -146,11 +147,11 @@ print("closed", flush=True)
 """
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("backend", backends("sqlite", "postgres"))
 def test_an_erasure_withholds_another_processs_events_still_on_their_way(
     tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
-    url = str(tmp_path / "memory.sqlite3") if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    url = backend_url(backend, request)
     mei = {"tenant": "acme", "user": "mei"}
     with open_store(url, embedder="none") as store:
         store.write([{"scope": mei, "kind": "fact", "content": "Mei eats vegetarian at Vlondel", "provenance": PROV}])
@@ -198,13 +199,8 @@ def test_interpreter_exit_commits_the_buffer(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite"])
-def test_async_callers_hand_their_events_to_the_same_writer(tmp_path: Path, backend: str) -> None:
-    path = tmp_path / "memory.sqlite3"
-    store: BaseMemoryStore = (
-        InMemoryMemoryStore(event_flush_interval=60)
-        if backend == "memory"
-        else SqliteMemoryStore(path, event_flush_interval=60)
-    )
+def test_async_callers_hand_their_events_to_the_same_writer(backend: str, request: pytest.FixtureRequest) -> None:
+    store = open_backend(backend, request, event_flush_interval=60)
 
     async def agent() -> None:
         await store.awrite([note("an async note")])
@@ -213,7 +209,7 @@ def test_async_callers_hand_their_events_to_the_same_writer(tmp_path: Path, back
         await store.aclose()
 
     asyncio.run(agent())
-    reopened = store if backend == "memory" else SqliteMemoryStore(path)
+    reopened = store if backend == "memory" else open_backend(backend, request)
     assert searches(reopened) == 40
     reopened.close()
 

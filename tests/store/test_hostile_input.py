@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_admin.errors import MemoryStoreError
-from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, SqliteMemoryStore
+from memory_admin.store import BaseMemoryStore, SqliteMemoryStore
 from memory_admin.toolbox import TOOL_NAMES, MemoryToolbox
 
 EXAMPLES_PER_BACKEND = 3400  # three backends: over 10,000 calls per run
@@ -120,15 +120,6 @@ def _assert_typed(store: BaseMemoryStore, data: st.DataObject) -> None:
         call()
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def embedded_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseMemoryStore]:
-    store: BaseMemoryStore = (
-        InMemoryMemoryStore() if request.param == "memory" else SqliteMemoryStore(tmp_path / "fuzz.sqlite3")
-    )
-    yield store
-    store.close()
-
-
 FUZZ = settings(
     max_examples=EXAMPLES_PER_BACKEND,
     deadline=None,
@@ -136,10 +127,12 @@ FUZZ = settings(
 )
 
 
+@pytest.mark.slow  # about 25 s a backend on two cores
 @FUZZ
 @given(data=st.data())
-def test_every_failure_is_typed(embedded_store: BaseMemoryStore, data: st.DataObject) -> None:
-    _assert_typed(embedded_store, data)
+def test_every_failure_is_typed(store: BaseMemoryStore, data: st.DataObject) -> None:
+    """(``store``: each embedded backend, the suite's fixture.)"""
+    _assert_typed(store, data)
 
 
 @pytest.fixture
@@ -151,6 +144,7 @@ def postgres_store(postgres_url: str) -> Iterator[BaseMemoryStore]:
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_every_failure_is_typed_on_postgres(postgres_store: BaseMemoryStore, data: st.DataObject) -> None:

@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, SqliteMemoryStore
-from memory_admin.store.postgres import PostgresMemoryStore
+from tests.support.optional import needs_extra
 
 # every public method the base class has, from each class it is built of
 PUBLIC = sorted(
@@ -22,14 +22,22 @@ PUBLIC = sorted(
 )
 
 
-@pytest.mark.parametrize("backend", [InMemoryMemoryStore, SqliteMemoryStore, PostgresMemoryStore])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> type[BaseMemoryStore]:
+    if request.param == "postgres":
+        pytest.importorskip("psycopg", reason=needs_extra("postgres"))
+        from memory_admin.store.postgres import PostgresMemoryStore
+
+        return PostgresMemoryStore
+    return InMemoryMemoryStore if request.param == "memory" else SqliteMemoryStore
+
+
 def test_no_backend_overrides_a_public_method(backend: type[BaseMemoryStore]) -> None:
     assert {"write", "asearch", "erase", "close", "aclose", "query_events", "list_records", "scrub"} <= set(PUBLIC)
     overridden = [name for name in PUBLIC if getattr(backend, name) is not getattr(BaseMemoryStore, name)]
     assert overridden == [], f"{backend.__name__} writes these a second time"
 
 
-@pytest.mark.parametrize("backend", [InMemoryMemoryStore, SqliteMemoryStore, PostgresMemoryStore])
 def test_the_protocol_calls_have_async_twins(backend: type[BaseMemoryStore]) -> None:
     protocol_calls = ("write", "search", "get", "invalidate", "delete", "erase")
     for name in protocol_calls:

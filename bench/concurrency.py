@@ -1,6 +1,6 @@
 """Concurrency benchmark: several agent processes on one store, event log on and off.
 
-    python -m memory_admin.bench.concurrency [--records 20000] [--processes 1,4,8] [--seconds 4]
+    python -m bench.concurrency [--records 20000] [--processes 1,4,8] [--seconds 4]
         [--rounds 3] [--postgres-throwaway | --no-sqlite …] [--out docs/benchmarks/concurrency.md]
 
 Each process is an agent host: mixed traffic as agents make it, 90 % searches (2–4
@@ -20,20 +20,30 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_admin.bench.corpus import Corpus, batched
-from memory_admin.bench.store import LoadSampler
+from bench.corpus import Corpus
+from bench.measure import (
+    MS,
+    LoadSampler,
+    command,
+    fenced,
+    ingest,
+    load_line,
+    measured_on,
+    percentile,
+    scratch,
+    sqlite_url,
+    throwaway_postgres,
+    write_report,
+)
 from memory_admin.store import BaseMemoryStore, open_store
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -122,10 +132,10 @@ class Tally:
         return {
             "ops_per_s": self.ops / self.seconds,
             "searches_per_s": self.searches / self.seconds,
-            "search_p50": percentile(self.search, 0.5),
-            "search_p99": percentile(self.search, 0.99),
-            "write_p50": percentile(self.write, 0.5),
-            "write_p99": percentile(self.write, 0.99),
+            "search_p50": percentile(self.search, 0.5, scale=MS),
+            "search_p99": percentile(self.search, 0.99, scale=MS),
+            "write_p50": percentile(self.write, 0.5, scale=MS),
+            "write_p99": percentile(self.write, 0.99, scale=MS),
             "writes": len(self.write),
         }
 
@@ -149,17 +159,9 @@ def mean_interval(ratios: Sequence[float], *, resamples: int = 2000) -> tuple[fl
     return mean, means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
 
 
-def percentile(samples: Sequence[float], q: float) -> float:
-    if not samples:
-        return float("nan")
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
-
-
 def build(url: str, records: int) -> None:
     with open_store(url, persist_events=False) as store:
-        for batch in batched(Corpus().inputs(records), 1000):
-            store.write(batch)
+        ingest("build", store.write, Corpus().inputs(records), records)
         store.optimize()
 
 
@@ -226,7 +228,7 @@ def _row(n: int, mode: str, f: dict[str, float]) -> str:
 
 def report(runs: Sequence[dict[str, Any]], *, records: int, seconds: float, rounds: int) -> str:
     lines = [
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} cores, Python "
+        f"{measured_on()}, Python "
         f"{sys.version.split()[0]}; {records:,} records (the store benchmark's corpus), then per process count "
         f"a warm-up and {rounds} rounds of {seconds:g} s for each configuration, alternating.",
     ]
@@ -237,7 +239,7 @@ def report(runs: Sequence[dict[str, Any]], *, records: int, seconds: float, roun
             "",
             f"### {run['label']}",
             "",
-            f"1-minute load average during the run: mean {statistics.fmean(samples):.2f}, peak {max(samples):.2f}.",
+            f"{load_line(samples)}.",
             "",
             "| processes | event log | operations/s | searches/s | search p50 / p99 (ms) | write p50 / p99 (ms) "
             "| writes |",
@@ -289,28 +291,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     counts = [int(n) for n in args.processes.split(",")]
     runs = []
     if not args.no_sqlite:
-        with tempfile.TemporaryDirectory(prefix="memory-bench-concurrency-") as folder:
-            url = f"sqlite:///{Path(folder) / 'memory.sqlite3'}"
-            runs.append(run_backend("SQLite (one file)", url, args.records, counts, args.seconds, args.rounds))
+        with scratch("memory-bench-concurrency-") as folder:
+            runs.append(
+                run_backend("SQLite (one file)", sqlite_url(folder), args.records, counts, args.seconds, args.rounds)
+            )
     if args.postgres_throwaway:
-        from memory_admin.bench.pg_cluster import ClusterUnavailable, start_cluster
-
-        try:
-            cluster = start_cluster(owner_pid=os.getpid())
-        except ClusterUnavailable as exc:
-            parser.error(str(exc))
-        try:
-            url = cluster.create_database("memory_bench_concurrency")
+        with throwaway_postgres(parser, "memory_bench_concurrency") as url:
             label = "PostgreSQL (a throwaway cluster on this machine, durable defaults, unix socket)"
             runs.append(run_backend(label, url, args.records, counts, args.seconds, args.rounds))
-        finally:
-            cluster.stop()
     text = report(runs, records=args.records, seconds=args.seconds, rounds=args.rounds)
-    command = "python -m memory_admin.bench.concurrency " + " ".join(argv if argv is not None else sys.argv[1:])
     print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(f"# Concurrency benchmark\n\n```\n{command.strip()}\n```\n\n{text}\n", encoding="utf-8")
+    write_report(args.out, fenced("Concurrency benchmark", command("bench.concurrency", argv), text))
     return 0
 
 

@@ -1,20 +1,24 @@
 """Throwaway PostgreSQL clusters, started from the server binaries already on the machine.
 
-    python -m memory_admin.bench.pg_cluster        # prints a URL; Ctrl-C stops and deletes it
+    .venv/bin/python -m tests.support.postgres          # prints a URL; Ctrl-C stops and deletes it
+    .venv/bin/python -m tests.support.postgres --fast   # the tests' settings: no flushes to disk
 
 ``initdb`` into a temporary directory and ``pg_ctl start`` on a private unix-socket
 directory with TCP switched off, so nothing outside this machine (and no other cluster)
 can reach it. initdb refuses to run as root, so under root the cluster runs as the
 ``postgres`` OS user (``runuser``) in a directory that user owns. The tests' fixtures
-(``tests/postgres_cluster.py``), the store benchmark's ``--postgres-throwaway`` and the
+(``tests/postgres_cluster.py``), the benchmarks' ``--postgres-throwaway`` and the
 command above all start their clusters here.
+
+This is test support code, not part of the installed package: the benchmarks import it
+too, which is fine because they (like the tests) run from a checkout, from the
+project's root directory.
 
 A durable cluster (the default) runs with PostgreSQL's own settings — ``fsync``,
 ``synchronous_commit`` and ``full_page_writes`` on — so what is measured on it is what a
 real server does; the tests ask for a fast one that skips every flush to disk.
 
-Set ``MEMORY_ADMIN_PG_BIN`` to use binaries from another directory.
-"""
+Set ``MEMORY_ADMIN_PG_BIN`` to use binaries from another directory."""
 
 from __future__ import annotations
 

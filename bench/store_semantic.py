@@ -1,9 +1,9 @@
 """Store benchmark with the embedder: recall by meaning at 100k and 1M records.
 
-    python -m memory_admin.bench.store_semantic --sizes 100000,1000000 [--out docs/benchmarks/store-semantic.md]
+    python -m bench.store_semantic --sizes 100000,1000000 [--out docs/benchmarks/store-semantic.md]
 
 Each size runs in a fresh subprocess (peak RSS is that size's own) on a fresh SQLite
-file of the bench corpus (:mod:`memory_admin.bench.corpus`), the store in its hybrid
+file of the bench corpus (:mod:`bench.corpus`), the store in its hybrid
 configuration, event log on. It measures:
 
 * **model load**: a fresh process loading the default model and embedding one query;
@@ -24,32 +24,43 @@ same scan. Searches embed their query with the default model, then search with t
 query's hashed vector: each search pays the model's cost and the store's exact scan
 over that many stored vectors, which is what its latency is made of — the vectors'
 values change which records come back, not how long finding them takes. Quality is
-measured on real text by :mod:`memory_admin.bench.locomo`.
+measured on real text by :mod:`bench.locomo`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import resource
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from memory_admin.bench.corpus import Corpus, batched
-from memory_admin.bench.locomo import load_dataset
-from memory_admin.bench.store import LoadSampler, _load, _percentiles, progress, record_bytes
+from bench.corpus import Corpus
+from bench.locomo import load_dataset
+from bench.measure import (
+    MS,
+    LoadSampler,
+    answer_parent,
+    command,
+    ingest,
+    load_line,
+    peak_rss_mb,
+    run_child,
+    scratch,
+    seconds_each,
+    summary,
+    timed,
+    write_report,
+)
+from bench.store import record_bytes
 from memory_admin.embed import HashingEmbedder, OnnxEmbedder, default_embedder
 from memory_admin.embed.protocol import BaseEmbedder, Matrix, Side
 from memory_admin.store.sqlite import SqliteMemoryStore
 
 DIMENSIONS = 384
-BATCH = 1000
 TARGETS = {
     "user_hybrid_p99_ms": 25.0,
     "tenant_hybrid_p99_ms": 150.0,
@@ -110,65 +121,39 @@ def ingest_rates(
     for name, embedder in (("ingest+embed", model), ("ingest keyword", None)):
         path = workdir / f"ingest-{name}-{len(texts)}.sqlite3"
         with SqliteMemoryStore(path, embedder=embedder) as store:
-            started = time.perf_counter()
-            done = 0
-            for batch in (inputs[start : start + 100] for start in range(0, count, 100)):
-                store.write(batch)
-                done += len(batch)
-                progress(name, done, count, started)
-            rates.append(count / (time.perf_counter() - started))
+            rates.append(ingest(name, store.write, inputs, count, batch=100))
     return rates[0], rates[1]
 
 
 WARM = 20
+"""Searches of each row run untimed first (caches warmed), then not timed again."""
 
 
-def timed(calls: Sequence[Callable[[], object]]) -> dict[str, float]:
-    """Percentiles of the calls after the first :data:`WARM` (which warm the caches)."""
-    for call in calls[:WARM]:
-        call()
-    samples = []
-    for call in calls[WARM:]:
-        started = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - started)
-    return _percentiles(samples)
-
-
-def run_size(size: int, workdir: Path, queries: int, ingest: int, texts_path: Path | None) -> dict[str, Any]:
+def run_size(size: int, workdir: Path, queries: int, ingested: int, texts_path: Path | None) -> dict[str, Any]:
     sampler = LoadSampler()
     corpus = Corpus()
     result: dict[str, Any] = {"size": size, "load_s": load_seconds()}
     model = default_embedder()
     model.load()
-    result["ingest_per_s"], result["keyword_ingest_per_s"] = ingest_rates(workdir, corpus, ingest, model)
+    result["ingest_per_s"], result["keyword_ingest_per_s"] = ingest_rates(workdir, corpus, ingested, model)
     if texts_path is not None:
         texts = [o.text for o in load_dataset(texts_path).observations]
-        result["texts_ingest_per_s"], _ = ingest_rates(workdir, corpus, ingest, model, texts)
+        result["texts_ingest_per_s"], _ = ingest_rates(workdir, corpus, ingested, model, texts)
         result["texts_mean_chars"] = sum(map(len, texts)) / len(texts)
-    result["corpus_mean_chars"] = sum(len(i["content"]) for i in ingest_inputs(corpus, ingest, ())) / ingest
+    result["corpus_mean_chars"] = sum(len(i["content"]) for i in ingest_inputs(corpus, ingested, ())) / ingested
 
     path = workdir / f"semantic-{size}.sqlite3"
     # the fill runs in a process of its own: the RSS measured here is that of a process
     # opening a store of this size and searching it (and writing to the ingest files)
-    child = subprocess.run(
-        [sys.executable, "-m", "memory_admin.bench.store_semantic", "--fill", str(size), "--file", str(path)],
-        check=True,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    result.update(json.loads(child.stdout.strip().splitlines()[-1]))
+    result.update(run_child("bench.store_semantic", "--fill", str(size), "--file", str(path)))
     store = SqliteMemoryStore(path, embedder=TimedQueries(model))
 
     # the first search of each tenant reads its vectors' signs into the process's copy:
     # timed apart, so the rows below are a running process's
     rng = random.Random(11)
-    cold = []
-    for tenant in range(corpus.shape.tenants):
-        started = time.perf_counter()
-        store.search({"scope": {"tenant": f"t{tenant:02d}"}, "query": corpus.query(rng), "mode": "semantic"})
-        cold.append(time.perf_counter() - started)
-    result["cold_tenant"] = _percentiles(cold)
+    firsts = [({"tenant": f"t{n:02d}"}, corpus.query(rng)) for n in range(corpus.shape.tenants)]
+    cold = [partial(store.search, {"scope": scope, "query": query, "mode": "semantic"}) for scope, query in firsts]
+    result["cold_tenant"] = summary(seconds_each(cold), scale=MS)
     # every mode gets questions of its own: the store keeps recent query embeddings, and a
     # repeated question would measure that cache instead of the model
     for label, count in (("user", queries), ("tenant", max(queries // 4, 20))):
@@ -184,8 +169,8 @@ def run_size(size: int, workdir: Path, queries: int, ingest: int, texts_path: Pa
                 (lambda s=scope, q=query, m=mode: store.search({"scope": s, "query": q, "mode": m, "limit": 10}))
                 for scope, query in cases
             ]
-            result[f"{label}_{mode}"] = timed(calls)
-    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            result[f"{label}_{mode}"] = timed(calls[WARM:], warmup=calls[:WARM])
+    result["peak_rss_mb"] = peak_rss_mb()
     result["load"] = sampler.stop()
     store.close()
     return result
@@ -195,23 +180,18 @@ def fill(size: int, path: Path) -> dict[str, Any]:
     """A fresh file of ``size`` corpus records with feature-hashed vectors (see the
     module docstring): its bytes per record, vectors and this process's peak RSS."""
     with SqliteMemoryStore(path, embedder=HashingEmbedder(DIMENSIONS)) as store:
-        started = time.perf_counter()
-        done = 0
-        for batch in batched(Corpus().inputs(size), BATCH):
-            store.write(batch)
-            done += len(batch)
-            progress("fill", done, size, started)
+        ingest("fill", store.write, Corpus().inputs(size), size)
         store.optimize()
         store.flush_events()
         embedded = store.embedding_status().embedded
     return {
         "bytes_per_record": record_bytes(path) / size,
         "embedded": embedded,
-        "fill_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "fill_rss_mb": peak_rss_mb(),
     }
 
 
-def report(results: list[dict[str, Any]], command: str) -> str:
+def report(results: list[dict[str, Any]], command_line: str) -> str:
     def ms(r: dict[str, Any], key: str) -> str:
         return f"{r[key]['p50']:.2f} / {r[key]['p99']:.2f}"
 
@@ -224,7 +204,7 @@ def report(results: list[dict[str, Any]], command: str) -> str:
     lines = [
         "# Store benchmark with the embedder (SQLite, hybrid)",
         "",
-        f"Command: `{command}`",
+        f"Command: `{command_line}`",
         "",
         "The store in its hybrid configuration (the default embedder, all-MiniLM-L6-v2 int8 on onnxruntime), "
         "event log on. Every hybrid and semantic search below includes embedding its query with the default "
@@ -239,21 +219,12 @@ def report(results: list[dict[str, Any]], command: str) -> str:
         return f"| {label} | " + " | ".join(cell(r) for r in results) + f" | {goal} |"
 
     last = results[-1]
+    for who, searched in (("user", "user-scoped"), ("tenant", "tenant-wide")):
+        for mode in ("hybrid", "semantic", "keyword"):
+            key = f"{who}_{mode}"
+            goal = target(f"{key}_p99_ms", last[key]["p99"]) if mode == "hybrid" else ""
+            lines.append(row(f"{searched} {mode} p50 / p99 (ms)", partial(ms, key=key), goal))
     lines += [
-        row(
-            "user-scoped hybrid p50 / p99 (ms)",
-            lambda r: ms(r, "user_hybrid"),
-            target("user_hybrid_p99_ms", last["user_hybrid"]["p99"]),
-        ),
-        row("user-scoped semantic p50 / p99 (ms)", lambda r: ms(r, "user_semantic")),
-        row("user-scoped keyword p50 / p99 (ms)", lambda r: ms(r, "user_keyword")),
-        row(
-            "tenant-wide hybrid p50 / p99 (ms)",
-            lambda r: ms(r, "tenant_hybrid"),
-            target("tenant_hybrid_p99_ms", last["tenant_hybrid"]["p99"]),
-        ),
-        row("tenant-wide semantic p50 / p99 (ms)", lambda r: ms(r, "tenant_semantic")),
-        row("tenant-wide keyword p50 / p99 (ms)", lambda r: ms(r, "tenant_keyword")),
         row(
             "hybrid / keyword p99, user-scoped",
             lambda r: f"{r['user_hybrid']['p99'] / r['user_keyword']['p99']:.2f}×",
@@ -303,7 +274,7 @@ def report(results: list[dict[str, Any]], command: str) -> str:
         "scope of more than 400 vectors is searched through a shortlist of its 400 vectors whose signs agree "
         "most with the query's, scored exactly.",
         "",
-        _load(results) + " (2 cores).",
+        load_line([value for r in results for value in r.get("load", [])]) + " (2 cores).",
         "",
     ]
     return "\n".join(lines)
@@ -327,13 +298,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fill", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--file", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.fill is not None:
-        print(json.dumps(fill(args.fill, args.file)))
-        return 0
-    if args.one is not None:
-        with tempfile.TemporaryDirectory(prefix="bench-semantic-", dir=args.dir) as folder:
-            print(json.dumps(run_size(args.one, Path(folder), args.queries, args.ingest, args.texts)))
-        return 0
+    if args.fill is not None:  # a child of run_size
+        return answer_parent(fill(args.fill, args.file))
+    if args.one is not None:  # a child of the run below
+        with scratch("bench-semantic-", parent=args.dir) as folder:
+            return answer_parent(run_size(args.one, folder, args.queries, args.ingest, args.texts))
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
         sys.stderr.write(f"{size:,} records → SQLite, hybrid\n")
@@ -342,19 +311,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra += ["--texts", str(args.texts)]
         if args.dir is not None:
             extra += ["--dir", str(args.dir)]
-        child = subprocess.run(
-            [sys.executable, "-m", "memory_admin.bench.store_semantic", "--one", str(size), *extra],
-            check=True,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        results.append(json.loads(child.stdout.strip().splitlines()[-1]))
-    command = "python -m memory_admin.bench.store_semantic " + " ".join(sys.argv[1:] if argv is None else argv)
-    text = report(results, command)
+        results.append(run_child("bench.store_semantic", "--one", str(size), *extra))
+    text = report(results, command("bench.store_semantic", argv))
     print(text, end="")
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
+    write_report(args.out, text)
     return 0
 
 

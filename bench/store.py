@@ -1,8 +1,8 @@
 """Store benchmark: ingest, scoped search, listing, get, recall, size and memory at scale.
 
-    python -m memory_admin.bench.store --sizes 100000,1000000 [--out docs/benchmarks/store.md]
-    python -m memory_admin.bench.store --backend postgres --url postgresql://… --sizes 1000000
-    python -m memory_admin.bench.store --postgres-throwaway --sizes 1000000 [--out docs/benchmarks/store-postgres.md]
+    python -m bench.store --sizes 100000,1000000 [--out docs/benchmarks/store.md]
+    python -m bench.store --backend postgres --url postgresql://… --sizes 1000000
+    python -m bench.store --postgres-throwaway --sizes 1000000 [--out docs/benchmarks/store-postgres.md]
 
 Each size runs in a fresh subprocess (so peak RSS is that size's own) against a fresh
 SQLite file, or fresh schemas of a PostgreSQL database (``memory_bench_store`` and
@@ -15,42 +15,45 @@ configuration, event log on, as users run it; the searches and recall assembly a
 measured through a second store object over the same data with the event log off,
 interleaved with the first in chunks so load from the rest of the machine falls on both.
 The concurrency benchmark (several processes, mixed traffic) is
-:mod:`memory_admin.bench.concurrency`.
+:mod:`bench.concurrency`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import os
-import random
-import resource
 import sqlite3
 import statistics
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
-from functools import partial
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from memory_admin.bench.corpus import Corpus, batched
-from memory_admin.recall import assemble_recall
+from bench.corpus import Corpus
+from bench.measure import (
+    LoadSampler,
+    answer_parent,
+    command,
+    fenced,
+    ingest,
+    load_line,
+    measured_on,
+    peak_rss_mb,
+    run_child,
+    scratch,
+    throwaway_postgres,
+    write_report,
+)
+from bench.workload import BATCH, EVENT_LOG_OPERATIONS, ingest_pair, measure_against_raw, search_cases
 from memory_admin.scope import scope_json
-from memory_admin.store.base import BaseMemoryStore
 from memory_admin.store.ids import from_value
 from memory_admin.store.sql.rows import dumps, filter_tokens, scope_tokens
 from memory_admin.store.sqlite import SqliteMemoryStore, sqlite_file_stats, store_files
 from memory_admin.store.sqlite import terms as sqlite_terms
 from memory_admin.tokenize import unique_tokens
 
-BATCH = 1000
 TARGETS = {
     "user_search_p99_ms": 5.0,
     "user_search_ratio": 2.5,
@@ -62,71 +65,6 @@ TARGETS = {
     "recall_p99_ms": 10.0,
 }
 PG_TARGETS = {"user_search_p99_ms": 10.0}
-
-
-class LoadSampler:
-    """Samples the machine's 1-minute load average every few seconds while a size runs:
-    other work on the machine shows in the figures, so the report says how much there was."""
-
-    def __init__(self, every_s: float = 5.0) -> None:
-        self.samples = [os.getloadavg()[0]]
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
-        self._thread.start()
-
-    def _run(self, every_s: float) -> None:
-        while not self._stop.wait(every_s):
-            self.samples.append(os.getloadavg()[0])
-
-    def stop(self) -> list[float]:
-        self._stop.set()
-        self._thread.join()
-        self.samples.append(os.getloadavg()[0])
-        return self.samples
-
-
-def progress(label: str, done: int, total: int, started: float) -> None:
-    if not sys.stderr.isatty() and done not in (total,) and done % (total // 10 or 1):
-        return
-    rate = done / max(time.perf_counter() - started, 1e-9)
-    width = 30
-    filled = int(width * done / total)
-    sys.stderr.write(f"\r  {label:<14} [{'#' * filled}{'.' * (width - filled)}] {done:>9,}/{total:,}  {rate:,.0f}/s")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
-
-
-def ingest_rate(label: str, write: Callable[[list[dict[str, Any]]], object], corpus: Corpus, size: int) -> float:
-    """Records per second writing the corpus's first ``size`` inputs in batches of 1,000."""
-    started = time.perf_counter()
-    done = 0
-    for batch in batched(corpus.inputs(size), BATCH):
-        write(batch)
-        done += len(batch)
-        progress(label, done, size, started)
-    return size / (time.perf_counter() - started)
-
-
-def ingest_pair(
-    write: Callable[[list[dict[str, Any]]], object],
-    quiet_write: Callable[[list[dict[str, Any]]], object],
-    corpus: Corpus,
-    size: int,
-) -> tuple[float, float]:
-    """Records per second for two stores taking the same batches, alternately (which goes
-    first alternates too): the event log on, and off."""
-    spent = [0.0, 0.0]
-    started = time.perf_counter()
-    done = 0
-    for index, batch in enumerate(batched(corpus.inputs(size), BATCH)):
-        for which in (0, 1) if index % 2 == 0 else (1, 0):
-            began = time.perf_counter()
-            (write, quiet_write)[which](batch)
-            spent[which] += time.perf_counter() - began
-        done += len(batch)
-        progress("store ingest", done, size, started)
-    return size / spent[0], size / spent[1]
 
 
 def _log_pages_in_memory_file(path: Path) -> int:
@@ -149,117 +87,6 @@ def record_bytes(path: Path) -> int:
     """Bytes of a SQLite memory file's records, their indexes and scopes: the memory file
     without the event log's pages (the event file is apart already)."""
     return sqlite_file_stats(path)["file_bytes"] - _log_pages_in_memory_file(path)
-
-
-def _percentiles(samples: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-
-    def at(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
-
-    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99), "mean": statistics.fmean(ordered) * 1000}
-
-
-def timed(calls: Sequence[Callable[[], object]]) -> dict[str, float]:
-    for call in calls[: min(100, len(calls))]:  # warm the page cache and statement caches
-        call()
-    samples = []
-    for call in calls:
-        started = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - started)
-    return _percentiles(samples)
-
-
-def timed_pair(
-    first: Sequence[Callable[[], object]], second: Sequence[Callable[[], object]], *, chunk: int = 50
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Two variants of one workload, timed in alternating chunks (which goes first
-    alternates too), so a burst of load from elsewhere on the machine hits both alike."""
-    for call in [*first[:100], *second[:100]]:
-        call()
-    samples: tuple[list[float], list[float]] = ([], [])
-    for turn, start in enumerate(range(0, min(len(first), len(second)), chunk)):
-        order = (0, 1) if turn % 2 == 0 else (1, 0)
-        for which in order:
-            for call in (first, second)[which][start : start + chunk]:
-                began = time.perf_counter()
-                call()
-                samples[which].append(time.perf_counter() - began)
-    return _percentiles(samples[0]), _percentiles(samples[1])
-
-
-EVENT_LOG_OPERATIONS = ("user_search", "tenant_search", "listing", "recall")
-
-
-def event_log_calls(
-    store: BaseMemoryStore,
-    user_cases: Sequence[tuple[dict[str, str], str]],
-    tenant_cases: Sequence[tuple[dict[str, str], str]],
-) -> dict[str, list[Callable[[], object]]]:
-    """The operations that log an event, through ``store``: what users run, for the
-    events-on / events-off comparison. Recall is assembled at its default budget."""
-
-    def search(scope: dict[str, str], text: str) -> Callable[[], object]:
-        return lambda: store.search({"scope": scope, "query": text, "limit": 10})
-
-    return {
-        "user_search": [search(s, q) for s, q in user_cases],
-        "tenant_search": [search(s, q) for s, q in tenant_cases],
-        "listing": [partial(store.search, {"scope": s, "limit": 10}) for s, _ in user_cases],
-        "recall": [partial(assemble_recall, store, s, q) for s, q in user_cases],
-    }
-
-
-def measure_event_log(
-    result: dict[str, Any], store: BaseMemoryStore, quiet: BaseMemoryStore, *cases: Sequence[tuple[dict[str, str], str]]
-) -> None:
-    """Every event-logging operation through ``store`` (event log on) and ``quiet``
-    (off), interleaved: ``result[name]`` and ``result["off_" + name]``."""
-    on, off = event_log_calls(store, *cases), event_log_calls(quiet, *cases)
-    for name in EVENT_LOG_OPERATIONS:
-        sys.stderr.write(f"  measuring {name}, event log on and off ({len(on[name])} calls each)\n")
-        result[name], result[f"off_{name}"] = timed_pair(on[name], off[name])
-    store.flush_events()
-    result["events_dropped"] = store.event_log_stats().dropped
-
-
-class RawBaseline(Protocol):
-    """The hand-written operations a backend's baseline answers."""
-
-    def search(self, scope: dict[str, str], query: str, limit: int = 10) -> object: ...
-    def listing(self, scope: dict[str, str], limit: int = 10) -> object: ...
-    def get(self, key: Any) -> object: ...
-
-
-Cases = Sequence[tuple[dict[str, str], str]]
-
-
-def measure_against_raw(
-    result: dict[str, Any],
-    stores: tuple[BaseMemoryStore, BaseMemoryStore],
-    raw: RawBaseline,
-    cases: tuple[Cases, Cases],
-    gets: tuple[Sequence[str], Sequence[Any]],
-) -> None:
-    """The store's operations (event log on and off, interleaved) and the same done by
-    hand: ``cases`` are the user- and tenant-scoped searches, ``gets`` the record ids and
-    the baseline's keys for them."""
-    store, quiet = stores
-    user_cases, tenant_cases = cases
-    ids, keys = gets
-    measure_event_log(result, store, quiet, user_cases, tenant_cases)
-    by_hand: dict[str, list[Callable[[], object]]] = {
-        "user_search": [partial(raw.search, s, q) for s, q in user_cases],
-        "tenant_search": [partial(raw.search, s, q) for s, q in tenant_cases],
-        "listing": [partial(raw.listing, s) for s, _ in user_cases],
-        "get": [partial(raw.get, k) for k in keys],
-    }
-    sys.stderr.write(f"  measuring get ({len(ids)} calls)\n")
-    result["get"] = timed([partial(store.get, i) for i in ids])
-    for name, calls in by_hand.items():
-        sys.stderr.write(f"  measuring raw {name} ({len(calls)} calls)\n")
-        result[f"raw_{name}"] = timed(calls)
 
 
 class RawSqlite:
@@ -376,7 +203,7 @@ def run_size(size: int, workdir: Path, queries: int) -> dict[str, Any]:
 
     SqliteMemoryStore(raw_path, persist_events=False).close()  # the same schema, empty
     raw_ingest = RawSqlite(raw_path)
-    result["raw_ingest_per_s"] = ingest_rate("raw ingest", raw_ingest.write, corpus, size)
+    result["raw_ingest_per_s"] = ingest("raw ingest", raw_ingest.write, corpus.inputs(size), size, batch=BATCH)
     raw_ingest.conn.close()
 
     started = time.perf_counter()
@@ -387,9 +214,7 @@ def run_size(size: int, workdir: Path, queries: int) -> dict[str, Any]:
     result["event_log_bytes"] = event_log_bytes(store_path)
 
     raw = RawSqlite(store_path)
-    rng = random.Random(11)
-    user_cases = [(corpus.active_user_scope(rng), corpus.query(rng)) for _ in range(queries)]
-    tenant_cases = [({"tenant": corpus.tenant(rng)}, corpus.query(rng)) for _ in range(queries)]
+    user_cases, tenant_cases = search_cases(corpus, queries)
     keys = [row[0] for row in raw.conn.execute("SELECT id FROM memory_records ORDER BY random() LIMIT ?", (queries,))]
     ids = [from_value(int.from_bytes(key, "big")) for key in keys]
 
@@ -398,7 +223,7 @@ def run_size(size: int, workdir: Path, queries: int) -> dict[str, Any]:
     quiet.close()
     hits = [len(store.search({"scope": s, "query": q, "limit": 10})) for s, q in user_cases[:200]]
     result["user_search_mean_hits"] = statistics.fmean(hits)
-    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["peak_rss_mb"] = peak_rss_mb()
     result["load"] = sampler.stop()
     store.close()
     raw.conn.close()
@@ -410,10 +235,7 @@ def _ratio(a: float, b: float) -> str:
 
 
 def _load(results: list[dict[str, Any]]) -> str:
-    samples = [value for r in results for value in r.get("load", [])]
-    if not samples:
-        return "load average not sampled"
-    return f"1-minute load average during the run: mean {statistics.fmean(samples):.2f}, peak {max(samples):.2f}"
+    return load_line([value for r in results for value in r.get("load", [])])
 
 
 def _server(settings: dict[str, str]) -> str:
@@ -430,8 +252,7 @@ def report(results: list[dict[str, Any]], *, backend: str = "sqlite", where: str
     else:
         engine = f"SQLite {sqlite3.sqlite_version}"
     lines = [
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} cores ({_load(results)}), "
-        f"{engine}, Python {sys.version.split()[0]}.",
+        f"{measured_on()} ({_load(results)}), {engine}, Python {sys.version.split()[0]}.",
         "",
         "| operation | size | store p50 / p95 / p99 (ms) | raw SQL p50 / p95 / p99 (ms) | p99 ratio |",
         "| --- | ---: | --- | --- | ---: |",
@@ -538,16 +359,7 @@ def _without_password(url: str) -> str:
 
 
 def _run_sizes(sizes: list[int], extra: list[str], queries: int) -> list[dict[str, Any]]:
-    results = []
-    for size in sizes:
-        child = subprocess.run(
-            [sys.executable, "-m", "memory_admin.bench.store", "--one", str(size), "--queries", str(queries), *extra],
-            check=True,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        results.append(json.loads(child.stdout.strip().splitlines()[-1]))
-    return results
+    return [run_child("bench.store", "--one", str(size), "--queries", str(queries), *extra) for size in sizes]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -588,47 +400,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = dict(item.partition("=")[::2] for item in args.postgres_setting)
     sizes = [int(s) for s in args.sizes.split(",")]
     if backend == "postgres":
-        from memory_admin.bench import store_postgres
+        from bench import store_postgres
 
-        if args.one is not None:
-            print(json.dumps(store_postgres.run_size(args.one, args.url, args.queries)))
-            return 0
-        cluster = None
-        url, where = args.url, ""
-        if args.postgres_throwaway:
-            from memory_admin.bench.pg_cluster import ClusterUnavailable, start_cluster
-
-            try:
-                cluster = start_cluster(owner_pid=os.getpid(), settings=settings)
-            except (ClusterUnavailable, ValueError) as exc:
-                parser.error(str(exc))
-            url = cluster.create_database("memory_bench")
-            where = ", a throwaway cluster on this machine reached over a unix socket"
-        try:
+        if args.one is not None:  # a child of the run below
+            return answer_parent(store_postgres.run_size(args.one, args.url, args.queries))
+        with contextlib.ExitStack() as stack:
+            url, where = args.url, ""
+            if args.postgres_throwaway:
+                url = stack.enter_context(throwaway_postgres(parser, "memory_bench", settings))
+                where = ", a throwaway cluster on this machine reached over a unix socket"
             for size in sizes:
                 sys.stderr.write(f"{size:,} records → PostgreSQL\n")
             results = _run_sizes(sizes, ["--backend", "postgres", "--url", url], args.queries)
-        finally:
-            if cluster is not None:
-                cluster.stop()
         text = report(results, backend="postgres", where=where)
     else:
-        with contextlib.ExitStack() as scratch:
-            # the files are kept only where --dir asks for them (a 1M run leaves 1.2 GB)
-            workdir = args.dir or Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix="memory-bench-")))
-            workdir.mkdir(parents=True, exist_ok=True)
+        # the files are kept only where --dir asks for them (a 1M run leaves 1.2 GB)
+        with scratch("memory-bench-", keep=args.dir) as workdir:
             if args.one is not None:  # a child of the run below
-                print(json.dumps(run_size(args.one, workdir, args.queries)))
-                return 0
+                return answer_parent(run_size(args.one, workdir, args.queries))
             for size in sizes:
                 sys.stderr.write(f"{size:,} records → {workdir}\n")
             results = _run_sizes(sizes, ["--dir", str(workdir)], args.queries)
         text = report(results)
-    command = "python -m memory_admin.bench.store " + " ".join(_redacted(argv if argv is not None else sys.argv[1:]))
     print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(f"# Store benchmark\n\n```\n{command.strip()}\n```\n\n{text}\n", encoding="utf-8")
+    shown = command("bench.store", _redacted(sys.argv[1:] if argv is None else argv))
+    write_report(args.out, fenced("Store benchmark", shown, text))
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The store benchmark's PostgreSQL target (``python -m memory_admin.bench.store --backend postgres``).
+"""The store benchmark's PostgreSQL target (``python -m bench.store --backend postgres``).
 
 One size runs against one database: the store's tables go in the schema
 ``memory_bench_store`` and the raw baseline's in ``memory_bench_raw`` (each connection's
@@ -10,8 +10,6 @@ store's settings; the ratio is the library's overhead.
 
 from __future__ import annotations
 
-import random
-import resource
 import statistics
 import time
 import uuid
@@ -22,8 +20,9 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memory_admin.bench.corpus import Corpus
-from memory_admin.bench.store import LoadSampler, ingest_rate, measure_against_raw
+from bench.corpus import Corpus
+from bench.measure import LoadSampler, ingest, peak_rss_mb
+from bench.workload import BATCH, measure_against_raw, search_cases
 from memory_admin.scope import scope_json
 from memory_admin.store.postgres import PostgresMemoryStore
 from memory_admin.store.postgres.index import (
@@ -224,11 +223,11 @@ def run_size(size: int, url: str, queries: int) -> dict[str, Any]:
     result: dict[str, Any] = {"size": size, "server": server_settings(url)}
     try:
         store = PostgresMemoryStore(store_url)  # the default configuration: event log on
-        result["ingest_per_s"] = ingest_rate("store ingest", store.write, corpus, size)
+        result["ingest_per_s"] = ingest("store ingest", store.write, corpus.inputs(size), size, batch=BATCH)
 
         PostgresMemoryStore(raw_url, persist_events=False).close()  # the same schema, empty
         raw_ingest = RawPostgres(raw_url)
-        result["raw_ingest_per_s"] = ingest_rate("raw ingest", raw_ingest.write, corpus, size)
+        result["raw_ingest_per_s"] = ingest("raw ingest", raw_ingest.write, corpus.inputs(size), size, batch=BATCH)
         raw_ingest.conn.close()
         _fresh_schemas(url, RAW_SCHEMA, create=False)  # its disk back before the measurements
 
@@ -240,9 +239,7 @@ def run_size(size: int, url: str, queries: int) -> dict[str, Any]:
         result["bytes_per_record"] = store_bytes / size
 
         raw = RawPostgres(store_url)
-        rng = random.Random(11)
-        user_cases = [(corpus.active_user_scope(rng), corpus.query(rng)) for _ in range(queries)]
-        tenant_cases = [({"tenant": corpus.tenant(rng)}, corpus.query(rng)) for _ in range(queries)]
+        user_cases, tenant_cases = search_cases(corpus, queries)
         sample = raw.conn.execute("SELECT id FROM memory_records ORDER BY random() LIMIT %s", [queries])
         ids = [row[0] for row in sample]
 
@@ -259,7 +256,7 @@ def run_size(size: int, url: str, queries: int) -> dict[str, Any]:
             same_set += set(found) == set(raw_ids)
         result["user_search_mean_hits"] = statistics.fmean(hits)
         result["raw_agreement"] = {"searches": len(hits), "same_order": same, "same_records": same_set}
-        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        result["peak_rss_mb"] = peak_rss_mb()
         result["load"] = sampler.stop()
         store.close()
         raw.conn.close()

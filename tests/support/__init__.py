@@ -1,0 +1,1 @@
+"""Code the tests' fixtures share, and (from a checkout) the benchmarks too; never shipped."""
