@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from memory_admin.events import AnyEvent, MemoryRecallEvent, MemorySearchEvent, MemoryWriteEvent
 from memory_admin.store import BaseMemoryStore, SqliteMemoryStore
 from memory_admin.store.postgres import PostgresMemoryStore
-from memory_admin.store.sql.dialect import SQLITE, Dialect
+from memory_admin.store.sql.dialect import POSTGRES, SQLITE, Dialect
 from memory_admin.store.sql.rows import EVENT_COLUMNS, event_row
 from memory_admin.store.sqlite import events_path
 
@@ -52,8 +52,6 @@ def logged(request: pytest.FixtureRequest) -> tuple[Logged, Dialect]:
         return _sqlite, SQLITE
     url: str = request.getfixturevalue("postgres_url")  # skips without the postgres extra
     import psycopg
-
-    from memory_admin.store.postgres.search import DIALECT as POSTGRES
 
     def postgres(events: list[AnyEvent], tenant: str) -> list[list[Any]]:
         _log(PostgresMemoryStore(url), events)
