@@ -87,24 +87,27 @@ def query_page(
     template: str,
     region: str,
     build: Callable[[Access, FormT], Mapping[str, Any]],
+    *,
+    always: Mapping[str, Any] | None = None,
 ) -> HttpResponse:
     """A page whose filters live in its query string (``form``): a bad parameter is a
     400 that shows the form's errors, a scope outside the user's grants a 404 that says
     so beside the scope field; otherwise the page shows what ``build`` makes of the user
-    and the valid form."""
+    and the valid form. ``always`` is context the form itself needs, error or not."""
     access = access_for(request)
+    base = {"form": form, "access": access, **(always or {})}
     if not form.is_valid():
-        return render_region(request, template, region, {"form": form, "access": access}, status=400)
+        return render_region(request, template, region, base, status=400)
     try:
         context = build(access, form)
     except NotVisible as exc:
         # a scope outside the grants: said beside the scope field, in the page that asked,
         # so the form stays to fix it (the same words as the 404 page, which never says which)
         form.add_error("scope", not_visible_message(exc))
-        return render_region(request, template, region, {"form": form, "access": access}, status=404)
+        return render_region(request, template, region, base, status=404)
     # a builder may refuse an option the form let through (a form error, not a page)
     status = 400 if form.errors else 200
-    return render_region(request, template, region, {"form": form, **context}, status=status)
+    return render_region(request, template, region, {**base, **context}, status=status)
 
 
 def see_other(url: str) -> HttpResponseRedirect:

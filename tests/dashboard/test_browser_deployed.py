@@ -1,0 +1,127 @@
+"""The dashboard in real Chromium under the settings people run — ``make run``'s
+development settings and the production settings (:mod:`tests.dashboard.deployed`) —
+never only the test settings: a refusal or a bad value keeps the page (its menu, its
+stylesheet, the error beside its field) on every page, for every role, at 375 and
+1366 px; and the pages tell the truth about what they show.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.dashboard.conftest import expect, opened_page, sign_in
+from tests.dashboard.deployed import SETTINGS, Deployed, deployed
+from tests.support.optional import needs_extra
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+DANA = "scope=tenant%3Dacme%2Cuser%3Ddana"
+PHONE = {"width": 375, "height": 800}
+LAPTOP = {"width": 1366, "height": 900}
+
+
+@pytest.fixture(scope="module", params=SETTINGS)
+def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
+    if request.param == "dev":  # make run searches by meaning with the local model
+        pytest.importorskip("onnxruntime", reason=needs_extra("semantic"))
+    with deployed(request.param, tmp_path_factory.mktemp(f"deployed-{request.param}")) as running:
+        yield running
+
+
+@pytest.fixture
+def console() -> list[str]:
+    return []
+
+
+def _tab(browser: Browser, site: Deployed, console: list[str], viewport: dict[str, int]) -> Iterator[Page]:
+    with opened_page(browser, site.url, timeout_ms=15_000, viewport=viewport) as tab:
+        tab.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+        tab.on("pageerror", lambda error: console.append(f"pageerror: {error}"))
+        yield tab
+    broken = [line for line in console if "Content Security Policy" in line or line.startswith("pageerror")]
+    assert broken == [], broken
+
+
+@pytest.fixture
+def page(browser: Browser, site: Deployed, console: list[str]) -> Iterator[Page]:
+    yield from _tab(browser, site, console, LAPTOP)
+
+
+@pytest.fixture
+def phone(browser: Browser, site: Deployed, console: list[str]) -> Iterator[Page]:
+    yield from _tab(browser, site, console, PHONE)
+
+
+# --- what every answer keeps ------------------------------------------------------------
+
+TOPBAR = "rgb(29, 35, 43)"  # the stylesheet's dark bar; an unstyled page has none
+
+
+def layout_problems(page: Page) -> list[str]:
+    """What is missing of the layout: the menu, the stylesheet, a page that fits."""
+    problems = []
+    if not page.locator("header.topbar nav").is_visible():
+        problems.append("no menu")
+    if page.locator("link[rel=stylesheet]").count() != 1:
+        problems.append("no stylesheet link")
+    elif page.locator("header.topbar").count() and (
+        page.locator("header.topbar").evaluate("el => getComputedStyle(el).backgroundColor") != TOPBAR
+    ):
+        problems.append("unstyled")
+    width = page.evaluate("window.innerWidth")
+    if page.evaluate("document.documentElement.scrollWidth") > width:
+        problems.append(f"wider than {width} px")
+    return problems
+
+
+def error_beside(page: Page, label: str, text: str | re.Pattern[str]) -> None:
+    """The field labelled ``label`` says ``text`` right under it, and the page keeps its layout."""
+    field = page.get_by_label(label, exact=True)
+    field_id = field.get_attribute("id")
+    error = page.locator(f"#{field_id}-error")
+    expect(error).to_contain_text(text)
+    field_box, error_box = field.bounding_box(), error.bounding_box()
+    assert field_box is not None and error_box is not None
+    gap = error_box["y"] - (field_box["y"] + field_box["height"])
+    assert -1 <= gap < 40, f"the error under {label!r} is {gap:.0f} px from its field"
+    assert field.get_attribute("aria-invalid") == "true"
+    assert layout_problems(page) == []
+
+
+# --- 1. a refusal never wipes the page --------------------------------------------------
+
+
+def test_a_refused_invalidation_stays_in_the_record_page(page: Page, site: Deployed) -> None:
+    sign_in(page, "cora")
+    page.goto(f"/?{DANA}&q=green+tea&mode=keyword")
+    page.locator("section.results td.content a").first.click()
+    quote = page.locator("header.page-head blockquote.content").inner_text()
+    page.get_by_role("link", name="Invalidate…").click()  # opens in place (htmx)
+    page.get_by_label("Reason").fill(f"Out of date: {quote}")
+    page.get_by_role("button", name="Invalidate the record").click()
+    error_beside(page, "Reason", "quotes")
+    expect(page.locator("header.page-head .badge")).to_have_text("live")  # nothing changed
+
+
+@pytest.mark.parametrize(
+    ("user", "scope", "text"),
+    [("vera", "tenant=globex", "outside the scopes you may see"), ("ada", "acme", "key=value")],
+    ids=["outside-the-grants", "malformed"],
+)
+def test_a_bad_scope_in_browse_stays_in_the_page(page: Page, user: str, scope: str, text: str) -> None:
+    sign_in(page, user)
+    page.goto("/")
+    page.get_by_label("Scope", exact=True).fill(scope)
+    page.get_by_role("button", name="Apply").click()
+    error_beside(page, "Scope", text)
+    page.get_by_label("Scope", exact=True).fill("tenant=acme")  # the form still works
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator("#id_scope-error")).to_have_count(0)
+    expect(page.locator("#listing-count")).to_be_visible()
