@@ -59,12 +59,14 @@ class ExtensionCases(ConformanceBase):
         store.write([rec("Dana likes tea.", U2), rec("Mei of globex, another person.", OTHER)])
         preview = store.preview_erase(mei)
         assert preview.records == 2 and preview.mentions == [about_mei.id], "only other scopes, only this tenant"
+        assert preview.mentioned_words == {about_mei.id: ["mei"]}, "each with the words it names"
         assert store.preview_erase({"tenant": "acme", "user": "zed"}).mentions == []
         # a value whose stem stems again to another one ("increase" → "increas" → "increa")
         valued = {"tenant": "acme", "user": "increase"}
         store.write([rec("its own note", valued)])
         [about_it] = store.write([rec("The increase was agreed.", U2)])
         assert store.preview_erase(valued).mentions == [about_it.id], "the value's words, not their stems, are searched"
+        assert store.preview_erase(valued).mentioned_words == {about_it.id: ["increase"]}
         report = store.erase(mei)
         assert report.mentions == [] and store.get(about_mei.id) is not None, "erasure leaves them to a person"
 

@@ -194,7 +194,10 @@ class ErasureReport(_Frozen):
     at: UtcDatetime
     mentions: list[str] = Field(default_factory=list)
     """A dry run only: ids of records in *other* scopes of the tenant whose text names the
-    scope's values (``user=mei`` → "mei"). Erasure leaves them; whoever erases decides."""
+    scope's values (``user=mei`` → "mei") — by their words, never by meaning. Erasure
+    leaves them; whoever erases decides."""
+    mentioned_words: dict[str, list[str]] = Field(default_factory=dict)
+    """For each of :attr:`mentions`, the scope's words its text holds."""
 
 
 @runtime_checkable

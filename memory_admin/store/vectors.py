@@ -190,6 +190,21 @@ class Ranked:
         )
 
 
+def relevant(ranked: Sequence[Ranked]) -> list[Ranked]:
+    """The hits of a semantic or hybrid search that match its query: those sharing a word
+    with it (a keyword score), and those whose similarity reaches
+    :data:`~memory_admin.tuning.RELEVANCE_FLOOR`. Without this every record of the scope
+    would come back, ranked. The one home of the rule, for every backend."""
+    floor = tuning.RELEVANCE_FLOOR
+    if floor is None:
+        return list(ranked)
+    return [
+        hit
+        for hit in ranked
+        if hit.keyword_score is not None or (hit.semantic_score is not None and hit.semantic_score >= floor)
+    ]
+
+
 def by_meaning(semantic: Sequence[Candidate]) -> list[Ranked]:
     """A semantic search's order: the closest first, scored by cosine similarity."""
     return [Ranked(c.id, c.score, semantic_score=c.score) for c in semantic]
@@ -232,5 +247,6 @@ __all__ = [
     "closest",
     "document_text",
     "fuse",
+    "relevant",
     "shortlist",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -125,3 +126,60 @@ def test_a_bad_scope_in_browse_stays_in_the_page(page: Page, user: str, scope: s
     page.get_by_role("button", name="Apply").click()
     expect(page.locator("#id_scope-error")).to_have_count(0)
     expect(page.locator("#listing-count")).to_be_visible()
+
+
+# --- 2. the erasure dry run's mentions name the person ------------------------------------
+
+
+def test_the_erasure_dry_run_lists_records_that_name_the_person(page: Page) -> None:
+    sign_in(page, "pat")
+    page.goto("/scopes/erase/?scope=tenant%3Dacme%2Cuser%3Dmei")
+    mentions = page.locator("ul.mentions li")
+    expect(mentions.first).to_be_visible()
+    texts = mentions.all_inner_texts()
+    assert all("mei" in text.lower() for text in texts), texts  # by a word, never a neighbour by meaning
+    assert not any("Ravi moved to Berlin" in text for text in texts), texts
+    expect(mentions.first.locator("code.word")).to_have_text("mei")  # the word it names, shown
+    page.goto(f"/scopes/erase/?{DANA}")  # nobody outside Dana's own scopes names her
+    expect(page.locator("#no-mentions")).to_contain_text("No record in another scope")
+    expect(page.locator("ul.mentions")).to_have_count(0)
+
+
+# --- 4. a search returns what matches and says how many ----------------------------------
+
+
+def listed(page: Page) -> int:
+    text = page.locator("#listing-count strong").first.inner_text()
+    found = re.search(r"of (\d+)", text)
+    return int(found.group(1)) if found else 0
+
+
+def test_a_search_returns_what_matches_and_says_how_many(page: Page, site: Deployed) -> None:
+    from memory_admin import tuning
+
+    sign_in(page, "ada")
+    page.goto(f"/?{DANA}")
+    live = listed(page)
+    page.goto(f"/?{DANA}&q=aisle+seat&mode=keyword")
+    by_words = listed(page)
+    assert 0 < by_words < live
+    expect(page.locator("#matched")).to_contain_text("matching")
+    if not site.embeds:  # deploy.md's keyword-only store: asking for meaning is said beside "By"
+        page.goto(f"/?{DANA}&q=aisle+seat&mode=semantic")
+        error_beside(page, "By", "searches by words only")
+        assert listed(page) == by_words
+        return
+    floor = tuning.RELEVANCE_FLOOR
+    assert floor is not None
+    for query, mode in (("aisle seat", "hybrid"), ("what does dana drink", "semantic")):
+        page.goto(f"/?{DANA}&q={query.replace(' ', '+')}&mode={mode}")
+        count = listed(page)
+        assert 0 < count < live, f"{query!r} ({mode}) lists {count} of {live}: the whole scope"
+        for cell in page.locator("section.results td.match").all_inner_texts():
+            words = re.search(r"words ([\d.]+|–)", cell)
+            meaning = re.search(r"meaning (-?[\d.]+)", cell)
+            assert (words and words.group(1) != "–") or (meaning and float(meaning.group(1)) >= floor), cell
+        with page.expect_download() as download:
+            page.locator("p.exports").get_by_role("link", name="CSV").click()
+        rows = Path(download.value.path()).read_text().strip().splitlines()
+        assert len(rows) - 1 == count, "the export holds exactly what matched"

@@ -164,8 +164,13 @@ def _erase_context(access: Access, scope: Scope) -> dict[str, Any]:
         "scope_text": format_scope(scope),
         "report": report,
         "sample": _readable(store, report.sample_ids),
-        # records elsewhere that name the person, inside what this user may see
-        "mentions": [r for r in _readable(store, report.mentions) if access.allows(r.scope)],
+        # records elsewhere that name the person (by a word), inside what this user may see,
+        # each with the words it names
+        "mentions": [
+            (r, report.mentioned_words.get(r.id, []))
+            for r in _readable(store, report.mentions)
+            if access.allows(r.scope)
+        ],
         "scopes": [format_scope(s) for s in report.scopes],
     }
 
