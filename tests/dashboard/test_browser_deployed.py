@@ -183,3 +183,25 @@ def test_a_search_returns_what_matches_and_says_how_many(page: Page, site: Deplo
             page.locator("p.exports").get_by_role("link", name="CSV").click()
         rows = Path(download.value.path()).read_text().strip().splitlines()
         assert len(rows) - 1 == count, "the export holds exactly what matched"
+
+
+# --- 3. one truncation story ---------------------------------------------------------------
+
+
+def test_every_page_tells_one_truncation_story(page: Page) -> None:
+    sign_in(page, "ada")
+    page.goto(f"/scopes/?{DANA}")
+    story = page.locator("#truncation").inner_text()
+    told = re.search(r"Of the (\d+) recalls? logged here, (\d+) (?:was|were) truncated", story)
+    assert told, story
+    recalls, truncated = int(told.group(1)), int(told.group(2))
+    assert "unless its message matches" in story and "every recall here is truncated" not in story
+    page.goto(f"/recall/?{DANA}")
+    expect(page.locator(".cards.totals .stat").nth(3)).to_contain_text(f"{truncated} of {recalls}")
+    badges = page.locator("#events-heading ~ table tbody td[data-label=Truncated] .badge")
+    assert badges.count() == truncated
+    page.goto("/health/?scope=tenant%3Dacme")
+    dana = page.locator("#h-profile li", has_text="tenant=acme,user=dana")
+    expect(dana).to_contain_text(f"Of the {recalls} recall")
+    expect(dana).to_contain_text(f"{truncated} {'was' if truncated == 1 else 'were'} truncated")
+    expect(page.locator("#h-profile")).not_to_contain_text("deferred on every recall")

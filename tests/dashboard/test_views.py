@@ -274,14 +274,14 @@ def test_scope_counts_and_profile_overflow(admin: Client, demo_store: InMemoryMe
     html = body(admin.get(scope_url("tenant=acme,user=dana")))
     assert f'<th scope="row">Total</th><td>{counts.total}</td>' in html
     assert f'<th scope="row">Expired</th><td>{counts.expired}</td>' in html
-    assert "Overflows:" in html and "deferred" in html
+    assert "do not fit the profile slice" in html and "unless its message matches them" in html
     assert "Most recent writes" in html
 
 
 def test_scope_profile_fits(admin: Client) -> None:
     html = body(admin.get(scope_url("tenant=acme,user=ravi")))
     assert "Fits: every profile record enters the recall block" in html
-    assert "Overflows:" not in html
+    assert "do not fit the profile slice" not in html
 
 
 def test_scope_page_without_scope_lists_choices(admin: Client) -> None:
