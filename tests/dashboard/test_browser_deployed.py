@@ -205,3 +205,30 @@ def test_every_page_tells_one_truncation_story(page: Page) -> None:
     expect(dana).to_contain_text(f"Of the {recalls} recall")
     expect(dana).to_contain_text(f"{truncated} {'was' if truncated == 1 else 'were'} truncated")
     expect(page.locator("#h-profile")).not_to_contain_text("deferred on every recall")
+
+
+# --- 5. at 375 px the recall tables become cards ------------------------------------------
+
+CARD_FACTS = """table => [...table.querySelectorAll("tbody tr")].slice(0, 5).map(row => ({
+  display: getComputedStyle(row).display,
+  content: (row.querySelector("td.content") || row).getBoundingClientRect().width,
+  kinds: [...row.querySelectorAll(".kind")].map(k => k.getBoundingClientRect().height
+    / parseFloat(getComputedStyle(k).lineHeight || "16")),
+}))"""
+
+
+def test_recall_tables_become_cards_on_a_phone(phone: Page) -> None:
+    sign_in(phone, "ada")
+    phone.goto(f"/recall/?{DANA}")
+    phone.locator("#events-heading ~ table tbody tr a").first.click()
+    phone.wait_for_url(re.compile(r"/recall/events/\d+/$"))
+    for url in (phone.url, f"/recall/preview/?{DANA}&message=Book+me+a+flight+to+Berlin+next+week&budget=1500"):
+        phone.goto(url)
+        tables = phone.locator("#in-heading ~ .table-box table, #deferred-heading ~ .table-box table")
+        assert tables.count() >= 1, url
+        for table in tables.all():
+            for row in table.evaluate(CARD_FACTS):
+                assert row["display"] == "block", (url, row)  # a card, not a squeezed row
+                assert row["content"] > 250, (url, row)  # the record reads across the card
+                assert all(lines < 1.6 for lines in row["kinds"]), (url, row)  # "profile" on one line
+        assert layout_problems(phone) == [], url
