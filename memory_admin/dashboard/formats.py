@@ -41,6 +41,12 @@ CSV_COLUMNS: tuple[tuple[str, Callable[[MemoryRecord], Any]], ...] = (
     ("target", lambda r: json.dumps(r.target.model_dump(mode="json"), sort_keys=True) if r.target else None),
     ("payload", lambda r: json.dumps(r.payload, ensure_ascii=False, sort_keys=True) if r.payload is not None else None),
     ("observed_at", lambda r: r.observed_at.isoformat()),
+    (
+        "supports",
+        lambda r: json.dumps([p.model_dump(mode="json", exclude_none=True) for p in r.supports], ensure_ascii=False)
+        if r.supports
+        else None,
+    ),
 )
 
 
