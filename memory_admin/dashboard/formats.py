@@ -43,9 +43,11 @@ CSV_COLUMNS: tuple[tuple[str, Callable[[MemoryRecord], Any]], ...] = (
     ("observed_at", lambda r: r.observed_at.isoformat()),
     (
         "supports",
-        lambda r: json.dumps([p.model_dump(mode="json", exclude_none=True) for p in r.supports], ensure_ascii=False)
-        if r.supports
-        else None,
+        lambda r: (
+            json.dumps([p.model_dump(mode="json", exclude_none=True) for p in r.supports], ensure_ascii=False)
+            if r.supports
+            else None
+        ),
     ),
 )
 

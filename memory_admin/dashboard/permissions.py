@@ -219,6 +219,13 @@ def role_of(user: User | AnonymousUser) -> Role | None:
     return held[-1] if held else None
 
 
+def access_context(request: HttpRequest) -> dict[str, Access]:
+    """``access`` in every template (the header names the role on every page, error pages
+    included); a view's own ``access`` is the same object."""
+    user = getattr(request, "user", None)
+    return {"access": access_for(request)} if user is not None and user.is_authenticated else {}
+
+
 def access_for(request: HttpRequest) -> Access:
     """The :class:`Access` of the request's user, built once per request."""
     cached = getattr(request, "_memory_access", None)

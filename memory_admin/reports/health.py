@@ -408,6 +408,14 @@ class TenantHealth:
     def corrupt(self) -> int:
         return len(self.report.corrupt)
 
+    @property
+    def no_provenance(self) -> int:
+        return len(self.report.no_provenance)
+
+    @property
+    def overflows(self) -> int:
+        return self.report.overflows_total
+
 
 def tenant_overview(
     store: AdminMemoryStore, tenants: Sequence[str], now: datetime, *, visible: Callable[[Scope], bool]

@@ -83,8 +83,9 @@ def layout_problems(page: Page) -> list[str]:
 
 
 def error_beside(page: Page, label: str, text: str | re.Pattern[str]) -> None:
-    """The field labelled ``label`` says ``text`` right under it, and the page keeps its layout."""
-    field = page.get_by_label(label, exact=True)
+    """The field labelled ``label`` (or matched by the CSS selector ``label`` when it
+    starts with ``#``) says ``text`` right under it, and the page keeps its layout."""
+    field = page.locator(label) if label.startswith("#") else page.get_by_label(label, exact=True)
     field_id = field.get_attribute("id")
     error = page.locator(f"#{field_id}-error")
     expect(error).to_contain_text(text)
@@ -232,3 +233,111 @@ def test_recall_tables_become_cards_on_a_phone(phone: Page) -> None:
                 assert row["content"] > 250, (url, row)  # the record reads across the card
                 assert all(lines < 1.6 for lines in row["kinds"]), (url, row)  # "profile" on one line
         assert layout_problems(phone) == [], url
+
+
+# --- 6. smaller findings ---------------------------------------------------------------------
+
+
+def test_smaller_findings(page: Page) -> None:
+    sign_in(page, "vera")
+    page.goto("/audit/")  # a viewer's refusal speaks of the audit log, inside the layout
+    expect(page.locator("#error")).to_contain_text("audit log")
+    expect(page.locator("#error")).not_to_contain_text("invalidating")
+    expect(page.locator("header.topbar .who")).to_contain_text("vera · viewer")  # the role, on an error page too
+    assert layout_problems(page) == []
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.locator(".messages")).to_contain_text("You are signed out")
+    sign_in(page, "ada")
+    page.goto(f"/scopes/?{DANA}")
+    expect(page.locator("#recent-heading ~ table")).not_to_contain_text("By by")
+    page.goto("/recall/")
+    since = page.locator(".presets a", has_text="last 24 hours").get_attribute("href") or ""
+    assert re.search(r"since=\d{4}-\d{2}-\d{2}\+\d{2}%3A\d{2}", since), since  # the hint's format
+    page.goto("/health/")
+    expect(page.locator("#tenant-overview thead")).to_contain_text("No provenance")
+    initech = page.locator("#tenant-overview tbody tr", has_text="tenant=initech")
+    expect(initech.locator("td[data-label='No provenance']")).to_have_text("1")
+    page.goto(f"/recall/preview/?{DANA}&message=What+should+I+order+for+the+team+dinner%3F")
+    expect(page.locator("pre.block")).not_to_contain_text("The demo corpus")  # the seed record stays out
+
+
+# --- the sweep: every page, every role, every form, at 375 and 1366 px -----------------------
+
+BAD_FORMS = [
+    # (path or "{record}", the field, a bad value, the button, what the error says)
+    ("/", "Scope", "acme", "Apply", "key=value"),
+    ("/", "As of (UTC)", "2026-13-45", "Apply", "valid"),
+    ("/scopes/", "Scope", "acme", "Show", "key=value"),
+    ("/health/", "Scope", "acme", "Check", "key=value"),
+    ("/recall/", "From (UTC)", "2026-13-45", "Show", "valid"),
+    ("/recall/preview/", "Scope", "tenant=acme,user", "Run the preview", "key=value"),
+    ("/audit/", "From (UTC)", "2026-13-45", "Filter", "valid"),
+    ("{record}", "As of (UTC)", "2026-13-45", "Show", "valid"),
+    ("/scopes/erase/", "Scope to erase", "acme", "Preview", "key=value"),
+    ("{record}delete/", "#id_confirm_id", "mem_nope", "Delete the record", "not the id"),
+]
+
+
+def _pages(page: Page) -> list[str]:
+    """Every page of the dashboard over the demo, as URLs (an admin finds the ids)."""
+    page.goto(f"/?{DANA}&q=green+tea&mode=keyword")
+    record = page.locator("section.results td.content a").first.get_attribute("href") or ""
+    record = record.split("?")[0]
+    page.goto(f"/recall/?{DANA}")
+    event = page.locator("#events-heading ~ table tbody tr a").first.get_attribute("href") or ""
+    return [
+        "/",
+        f"/?{DANA}",
+        f"/?{DANA}&q=aisle+seat",
+        record,
+        f"{record}invalidate/",
+        f"{record}correct/",
+        f"{record}delete/",
+        "/scopes/",
+        f"/scopes/?{DANA}",
+        f"/scopes/erase/?{DANA}",
+        f"/scopes/erase/confirm/?{DANA}",
+        "/recall/",
+        event,
+        f"{event}?replay=1",
+        "/recall/preview/",
+        f"/recall/preview/?{DANA}&message=Book+me+a+flight+to+Berlin+next+week&budget=1500",
+        "/health/",
+        "/health/?scope=tenant%3Dacme",
+        "/audit/",
+        "/records/mem_missing/",
+    ]
+
+
+@pytest.mark.parametrize("viewport", [PHONE, LAPTOP], ids=["375", "1366"])
+def test_every_page_and_every_bad_value_keeps_the_layout(
+    browser: Browser, site: Deployed, console: list[str], viewport: dict[str, int]
+) -> None:
+    broken: dict[str, list[str]] = {}
+    for tab in _tab(browser, site, console, viewport):
+        sign_in(tab, "ada")
+        urls = _pages(tab)
+        record = urls[3]
+        for user in ("ada", "vera", "cora", "pat"):
+            if user != "ada":
+                tab.get_by_role("button", name="Sign out").click()
+                sign_in(tab, user)
+            for url in urls:
+                tab.goto(url)
+                if problems := layout_problems(tab):
+                    broken[f"{user} {url}"] = problems
+                expect(tab.locator("header.topbar .who")).to_contain_text(f"{user} · ")
+        tab.get_by_role("button", name="Sign out").click()
+        sign_in(tab, "ada")
+        for path, field, value, button, text in BAD_FORMS:
+            tab.goto(path.format(record=record))
+            target = tab.locator(field) if field.startswith("#") else tab.get_by_label(field, exact=True)
+            target.fill(value)
+            if path.endswith("delete/"):
+                tab.get_by_label("Reason").fill("A bad confirmation")
+            tab.get_by_role("button", name=button, exact=True).click()
+            try:
+                error_beside(tab, field, text)
+            except AssertionError as exc:
+                broken[f"{path} {field}={value!r}"] = [str(exc).splitlines()[0]]
+    assert broken == {}

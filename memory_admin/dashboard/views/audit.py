@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -49,9 +50,15 @@ EXPORTS: dict[str, tuple[str, Callable[[Iterable[AuditEntry]], Iterator[str]]]] 
 }
 
 
+def _require_audit(access: Access) -> None:
+    """The audit log is for curators and up; a refusal says so (not what curating is)."""
+    if not access.can(Ability.CURATE):
+        raise PermissionDenied("Your role does not allow this: the audit log is open to curators and higher roles.")
+
+
 @require_GET
 def audit_log(request: HtmxHttpRequest) -> HttpResponse:
-    access_for(request).require(Ability.CURATE)
+    _require_audit(access_for(request))
     return query_page(request, AuditLogForm(request.GET), LOG, "log", _log_context)
 
 
@@ -94,7 +101,7 @@ def audit_export(request: HtmxHttpRequest, fmt: str) -> HttpResponse | Streaming
     newest; the download is itself an audit entry (coalesced per minute, as memory
     exports are)."""
     access = access_for(request)
-    access.require(Ability.CURATE)
+    _require_audit(access)
     form = AuditLogForm(request.GET)
     if not form.is_valid():
         problems = form_problems(form)
@@ -137,7 +144,7 @@ def _filename(scope: Scope | None, fmt: str) -> str:
 @require_GET
 def audit_entry(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
     access = access_for(request)
-    access.require(Ability.CURATE)
+    _require_audit(access)
     entry = visible_entry(access, entry_id)
     if entry is None:
         raise NotVisible(f"Audit entry {entry_id}")

@@ -56,4 +56,7 @@ def record_context(
         "can_curate": access.can(Ability.CURATE),
         "can_forget": access.can(Ability.FORGET),
         "correctable": record.is_live(utc_now()),
+        # a deleted predecessor leaves only its id in the chain: no link to a 404
+        "supersedes_gone": record.supersedes is not None
+        and all(v.id != record.supersedes or v.tombstone for v in timeline),
     }
