@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -134,6 +135,8 @@ class ExtensionCases(ConformanceBase):
         store.write([rec(f"r{i}") for i in range(23)])
         records = list(store.iter_records(RecordListQuery(search={"scope": ACME}), page_size=5))
         assert len(records) == 23 and len({r.id for r in records}) == 23
+        as_mapping: Any = {"search": {"scope": ACME}}  # a mapping, as list_records takes one
+        assert [r.id for r in store.iter_records(as_mapping, page_size=5)] == [r.id for r in records]
 
     def test_scope_facets(self, store: FullMemoryStore) -> None:
         self._needs(store, admin=True)

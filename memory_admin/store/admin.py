@@ -53,6 +53,7 @@ class BaseAdminStore(StoreCore):
 
     def iter_records(self, query: RecordListQuery, *, page_size: int = 500) -> Iterator[MemoryRecord]:
         """Every record of a listing, page by page (bounded memory, for exports)."""
+        query = parse_model(RecordListQuery, query, what="listing")  # a mapping too, as list_records takes
         search = query.search.model_copy(update={"limit": page_size})
         cursor = query.cursor
         while True:

@@ -328,3 +328,10 @@ def test_browse_as_of_links_records_at_the_same_moment(admin: Client, demo_store
     moment = (decaf.created_at + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M")
     html = body(admin.get(browse_url(scope="tenant=acme,user=dana", key="drink", as_of=moment)))
     assert f'href="/records/{decaf.id}/?as_of={moment}"' in html
+
+
+def test_an_erased_scope_says_so_once(officer: Client, demo_store: InMemoryMemoryStore) -> None:
+    demo_store.erase({"tenant": "acme", "user": "mei"})
+    html = body(officer.get(browse_url(scope="tenant=acme,user=mei")))
+    assert html.count('class="empty"') == 1 and 'id="nothing-stored"' in html
+    assert "No records match" not in html and "Scopes within" not in html
