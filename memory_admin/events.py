@@ -68,7 +68,7 @@ class MemorySearchEvent(_Event):
     duration_ms: float
     redacted: bool = False
     """The query preview was removed: a memory this search found has been forgotten."""
-    mode: Literal["keyword", "semantic", "hybrid"] | None = None
+    mode: Literal["keyword", "semantic", "hybrid", "quality"] | None = None
     """How a query matched (``None``: a listing, or an event from before modes)."""
 
 

@@ -367,8 +367,10 @@ def trusted_record(**values: Any) -> MemoryRecord:
     return record
 
 
-SearchMode = Literal["keyword", "semantic", "hybrid"]
-SEARCH_MODES: tuple[SearchMode, ...] = ("keyword", "semantic", "hybrid")
+SearchMode = Literal["keyword", "semantic", "hybrid", "quality"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("keyword", "semantic", "hybrid", "quality")
+MEANING_MODES: tuple[SearchMode, ...] = ("semantic", "hybrid", "quality")
+"""The modes that search by meaning: a store needs an embedder for them."""
 
 
 class MemorySearchQuery(_TextModel):
@@ -389,8 +391,10 @@ class MemorySearchQuery(_TextModel):
     limit: int = Field(default=10, ge=0)
     mode: SearchMode | None = None
     """How ``query`` matches: ``keyword`` (shared words, BM25), ``semantic`` (meaning:
-    the closest vectors in scope) or ``hybrid`` (both, fused). ``None``: hybrid when the
-    store has an embedder, else keyword. Every filter holds in every mode."""
+    the closest vectors in scope), ``hybrid`` (both, fused) or ``quality`` (both, ordered
+    by a small learned ranker). ``None``: the store's default — hybrid when it has an
+    embedder, else keyword, unless it was opened with another ``search_mode``. Every
+    filter holds in every mode."""
 
     @field_validator("tags", mode="before")
     @classmethod

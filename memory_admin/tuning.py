@@ -61,7 +61,16 @@ CONTEXT_WEIGHT = 0.2
 """How much of the best fused score among the candidates stated in its context (the same
 scope, the same day) a candidate gains: what was said together is recalled together."""
 FUSION_CANDIDATES = 100
-"""How many hits each side contributes before fusion."""
+"""How many hits each side contributes before fusion (and a semantic search lifts by context)."""
+SEMANTIC_CONTEXT_WEIGHT = 0.3
+"""How much of the best cosine among the candidates stated in its context a semantic
+search's candidate gains (the same rule as :data:`CONTEXT_WEIGHT`, over plain cosines)."""
+
+# --- the quality mode's ranker (memory_admin.store.quality) -------------------------------
+# fitted by `python -m bench.locomo … --train-quality` on LoCoMo's development split only
+
+QUALITY_WEIGHTS: dict[str, float] = {}
+"""Each :data:`~memory_admin.store.quality.FEATURES` name's weight in the ranker's sum."""
 
 # --- what counts as a match by meaning (memory_admin.store.vectors.relevant) ---------------
 

@@ -22,7 +22,8 @@ from memory_admin.errors import CapabilityError, MemoryEmbedderMismatchError
 from memory_admin.records import SearchMode
 from memory_admin.store.protocol import FullMemoryStore, RecordListQuery
 
-MODES: tuple[SearchMode, ...] = ("keyword", "semantic", "hybrid")
+MODES: tuple[SearchMode, ...] = ("keyword", "semantic", "hybrid", "quality")
+BY_MEANING: tuple[SearchMode, ...] = ("semantic", "hybrid", "quality")
 
 
 def _needs_numpy() -> None:
@@ -51,7 +52,9 @@ class SemanticCases(ConformanceBase):
     def test_an_embedder_makes_the_store_hybrid(self, estore: FullMemoryStore, store: FullMemoryStore) -> None:
         assert estore.capabilities().search == "hybrid"
         assert store.capabilities().search == "keyword"
-        for mode in ("semantic", "hybrid"):
+        assert estore.capabilities().modes == MODES
+        assert store.capabilities().modes == ("keyword",)
+        for mode in BY_MEANING:
             with pytest.raises(CapabilityError, match="embedder"):
                 store.search({"scope": U1, "query": "garden", "mode": mode})
 
@@ -68,7 +71,9 @@ class SemanticCases(ConformanceBase):
         assert estore.search({"scope": U1, "query": "gard", "mode": "keyword"}) == []
         found = estore.search({"scope": U1, "query": "gard", "mode": "semantic", "limit": 1})
         assert contents(found) == ["gardening every weekend"], "trigram pieces bring it closest"
-        assert found[0].keyword_score is None and found[0].semantic_score == found[0].score
+        assert found[0].keyword_score is None and found[0].semantic_score is not None
+        assert found[0].context_score is not None, "the score is the cosine and its context's lift"
+        assert found[0].score == pytest.approx(found[0].semantic_score + found[0].context_score, abs=1e-5)
 
     def test_hybrid_lifts_what_was_stated_with_its_best_match(
         self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch
@@ -91,10 +96,15 @@ class SemanticCases(ConformanceBase):
         assert best.context_score is not None and best.context_score > 0
         assert hotel.context_score == best.context_score, "one context, one lift: the best match's"
         assert kitchen.context_score is not None and kitchen.context_score < hotel.context_score
-        plain = estore.search({"scope": U1, "query": "spring planting garden notes", "mode": "semantic"})
-        assert all(hit.context_score is None for hit in plain), "only fusion lifts"
+        by_meaning = estore.search({"scope": U1, "query": "spring planting garden notes", "mode": "semantic"})
+        lifts = {hit.record.content: hit.context_score for hit in by_meaning}
+        assert lifts["the hotel by the river"] == lifts["garden notes about the spring planting"], "one context"
+        cosines = {hit.record.content: hit.semantic_score for hit in by_meaning}
+        closest = cosines["garden notes about the spring planting"]
+        assert closest is not None
+        assert lifts["the hotel by the river"] == pytest.approx(tuning.SEMANTIC_CONTEXT_WEIGHT * closest, abs=1e-5)
 
-    @pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+    @pytest.mark.parametrize("mode", BY_MEANING)
     def test_a_search_by_meaning_returns_what_matches_not_the_whole_scope(
         self, estore: FullMemoryStore, mode: SearchMode
     ) -> None:
@@ -108,16 +118,52 @@ class SemanticCases(ConformanceBase):
         for hit in hits:
             assert hit.keyword_score is not None or (hit.semantic_score or -1.0) >= floor, hit
 
-    def test_hybrid_keeps_a_word_in_common_below_the_floor(
-        self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch
+    @pytest.mark.parametrize("mode", ["hybrid", "quality"])
+    def test_a_fusion_keeps_a_word_in_common_below_the_floor(
+        self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch, mode: SearchMode
     ) -> None:
         estore.write([rec("garden notes from spring"), rec("the shed key hangs by the door")])
         monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", 1.0)  # nothing is close enough by meaning alone
         assert contents(estore.search({"scope": U1, "query": "shed", "mode": "semantic"})) == []
-        hybrid = estore.search({"scope": U1, "query": "shed", "mode": "hybrid"})
-        assert contents(hybrid) == ["the shed key hangs by the door"], "it shares a word"
+        fused = estore.search({"scope": U1, "query": "shed", "mode": mode})
+        assert contents(fused) == ["the shed key hangs by the door"], "it shares a word"
         monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", None)  # no floor: the whole scope, ranked
         assert len(estore.search({"scope": U1, "query": "shed", "mode": "semantic"})) == 2
+
+    def test_quality_orders_by_its_weighted_features(
+        self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", None)
+        monkeypatch.setattr(tuning, "SEMANTIC_CONTEXT_WEIGHT", 0.0)
+        estore.write(
+            [
+                rec("garden notes from the spring garden"),
+                rec("notes on the garden shed"),
+                rec("gardening every weekend"),
+                rec("quarterly taxes filed"),
+                rec("the notes of a garden party"),
+            ]
+        )
+        query = {"scope": U1, "query": "garden notes spring", "limit": 10}
+
+        def order(mode: SearchMode) -> list[str]:
+            return contents(estore.search({**query, "mode": mode}))
+
+        monkeypatch.setattr(tuning, "QUALITY_WEIGHTS", {"keyword_z": 1.0})
+        by_words = order("quality")
+        assert by_words[:4] == order("keyword"), "BM25's order first, then what shares no word"
+        monkeypatch.setattr(tuning, "QUALITY_WEIGHTS", {"cosine_z": 1.0})
+        assert order("quality") == order("semantic"), "the plain cosine's order"
+        monkeypatch.setattr(tuning, "QUALITY_WEIGHTS", {"cosine_z": -1.0})
+        assert order("quality") == order("semantic")[::-1], "a weight's sign is the direction"
+
+    def test_a_quality_hit_says_where_its_score_came_from(self, estore: FullMemoryStore) -> None:
+        estore.write([rec("garden notes from spring"), rec("gardening every weekend")])
+        hits = estore.search({"scope": U1, "query": "garden notes", "mode": "quality"})
+        assert hits[0].record.content == "garden notes from spring", "the shipped weights favour it"
+        assert hits[0].keyword_score is not None and hits[0].terms is not None
+        assert all(hit.semantic_score is not None and hit.score is not None for hit in hits)
+        assert [hit.score for hit in hits] == sorted((hit.score or 0.0 for hit in hits), reverse=True)
 
     def test_erase_preview_mentions_name_the_person_whatever_the_mode(self, estore: FullMemoryStore) -> None:
         self._needs(estore, erasure=True)
@@ -196,7 +242,7 @@ class SemanticCases(ConformanceBase):
         assert self._find(estore, mode) == ["garden notes new plan"]
         assert new.supersedes == old.id
 
-    @pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+    @pytest.mark.parametrize("mode", BY_MEANING)
     def test_pages_of_a_ranked_search_never_repeat(self, estore: FullMemoryStore, mode: SearchMode) -> None:
         estore.write([rec(f"garden notes number {i}") for i in range(12)])
         search = {"scope": U1, "query": "garden notes", "mode": mode, "limit": 5}

@@ -79,14 +79,7 @@ def zscore_fusion(
     kw = _standardise(raw_kw, method)
     sem = _standardise(raw_sem, method)
     fused = [keyword_weight * k + (1 - keyword_weight) * s for k, s in zip(kw, sem, strict=True)]
-    lift = [0.0] * len(keys)
-    if contexts:
-        best: dict[Hashable, float] = {}
-        for key, score in zip(keys, fused, strict=True):
-            where = contexts.get(key)
-            if where is not None and score > best.get(where, -math.inf):
-                best[where] = score
-        lift = [context_weight * best[w] if (w := contexts.get(key)) is not None else 0.0 for key in keys]
+    lift = context_lift(fused, [contexts.get(key) for key in keys], context_weight) if contexts else [0.0] * len(keys)
     hits = [
         FusedHit(
             key=key,
@@ -102,6 +95,18 @@ def zscore_fusion(
     order = sorted(range(len(hits)), key=lambda i: (-hits[i].score, i))
     ranked = [hits[i] for i in order]
     return ranked if limit is None else ranked[:limit]
+
+
+def context_lift(scores: Sequence[float], contexts: Sequence[Hashable | None], weight: float) -> list[float]:
+    """What each candidate gains from where it was stated: ``weight`` times the best score
+    among the candidates of its context (its own included; 0 without a context). What was
+    said together is recalled together; when every candidate shares one context, the
+    order is unchanged."""
+    best: dict[Hashable, float] = {}
+    for score, where in zip(scores, contexts, strict=True):
+        if where is not None and score > best.get(where, -math.inf):
+            best[where] = score
+    return [weight * best[where] if where is not None else 0.0 for where in contexts]
 
 
 def rrf_fusion(
@@ -121,4 +126,4 @@ def rrf_fusion(
     return order if limit is None else order[:limit]
 
 
-__all__ = ["RRF_K", "FusedHit", "rrf_fusion", "zscore_fusion"]
+__all__ = ["RRF_K", "FusedHit", "context_lift", "rrf_fusion", "zscore_fusion"]

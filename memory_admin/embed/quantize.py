@@ -57,8 +57,15 @@ def int8_scores(query: Vector, codes: Codes, scales: Scales, centre: Vector | No
 
     With a ``centre`` (the mean of the vectors searched), the cosine of ``query - centre``
     and each ``vector - centre``: what the query shares with a record beyond what every
-    record of the collection shares (see ``docs/search.md``). Computed from the codes in
-    the same single pass, with the centre as a second column."""
+    record of the collection shares (see ``docs/search.md``)."""
+    return int8_cosines(query, codes, scales, centre)[1 if centre is not None else 0]
+
+
+def int8_cosines(query: Vector, codes: Codes, scales: Scales, centre: Vector | None = None) -> tuple[Vector, Vector]:
+    """Both similarities of :func:`int8_scores` in one pass over the codes: the plain
+    cosine of a unit float query with each stored vector, and (with a ``centre``; else the
+    plain one again) the cosine measured from the centre, computed with the centre as a
+    second column of the same product."""
     np = numpy()
     q = np.asarray(query, dtype=np.float32)
     columns = q[:, None] if centre is None else np.stack([q, np.asarray(centre, dtype=np.float32)], axis=1)
@@ -70,17 +77,16 @@ def int8_scores(query: Vector, codes: Codes, scales: Scales, centre: Vector | No
         both[start : start + PRODUCT_ROWS] = rows @ columns
         if centre is not None:
             squares[start : start + PRODUCT_ROWS] = np.einsum("ij,ij->i", rows, rows)
-    dots = both[:, 0] * scales  # v·q
+    dots: Vector = both[:, 0] * scales  # v·q
     if centre is None:
-        out: Vector = dots
-        return out
+        return dots, dots
     mu = columns[:, 1]
     shared = both[:, 1] * scales  # v·μ
     squares *= scales * scales  # |v|²
     mu_mu, q_mu, q_q = float(mu @ mu), float(q @ mu), float(q @ q)
     rows_norm = np.sqrt(np.maximum(squares - 2 * shared + mu_mu, 1e-12))
     scaled: Vector = (dots - shared - q_mu + mu_mu) / (rows_norm * np.sqrt(max(q_q - 2 * q_mu + mu_mu, 1e-12)))
-    return scaled
+    return dots, scaled
 
 
 def scaled_sum(codes: Codes, scales: Scales) -> Vector:
@@ -132,6 +138,7 @@ def stack_blobs(blobs: list[bytes], dimensions: int) -> tuple[Codes, Scales]:
 __all__ = [
     "dequantize_int8",
     "from_blob",
+    "int8_cosines",
     "int8_scores",
     "quantize_int8",
     "scaled_sum",

@@ -28,14 +28,18 @@ from memory_admin.events import (
     EventSink,
 )
 from memory_admin.records import (
+    MEANING_MODES,
+    SEARCH_MODES,
     MemoryHit,
     MemoryRecord,
     MemorySearchQuery,
     MemoryWriteInput,
+    SearchMode,
     parse_model,
     utc_now,
 )
 from memory_admin.steps import Steps, arun_steps, run_steps
+from memory_admin.store import quality
 from memory_admin.store.caches import LruCache
 from memory_admin.store.event_buffer import DEFAULT_CAPACITY, DEFAULT_INTERVAL, EventBuffer
 from memory_admin.store.ids import IdFactory
@@ -116,7 +120,8 @@ class StoreCore(ABC):
     ``embedder`` (an :class:`~memory_admin.embed.Embedder`) gives the store recall by
     meaning: every record written gets a vector in the same transaction, searches are
     hybrid by default, and :meth:`capabilities` says ``search="hybrid"``. Without one
-    the store is keyword-only."""
+    the store is keyword-only. ``search_mode`` is the mode of a query that names none
+    (``quality`` for the learned ranker; a mode by meaning needs an embedder)."""
 
     backend_name: ClassVar[str] = "memory_store"
 
@@ -133,7 +138,21 @@ class StoreCore(ABC):
         event_flush_interval: float = DEFAULT_INTERVAL,
         event_buffer_size: int = DEFAULT_CAPACITY,
         embedder: Embedder | Literal["auto"] | None = None,
+        search_mode: SearchMode | None = None,
     ) -> None:
+        if search_mode is not None and search_mode not in SEARCH_MODES:
+            raise MemoryValidationError(
+                f"search_mode is {search_mode!r}; use one of {', '.join(SEARCH_MODES)} (or leave it out).",
+                [{"loc": "search_mode", "msg": f"one of {', '.join(SEARCH_MODES)}"}],
+            )
+        self._search_mode = search_mode
+        if search_mode in MEANING_MODES and embedder is None:
+            raise CapabilityError(
+                self.capabilities_data.backend,
+                [f"search={search_mode}"],
+                hint="Open the store with an embedder (open_store(url, embedder='default') or MEMORY_EMBEDDER=default) "
+                "to search by meaning.",
+            )
         self._clock = clock
         # "auto": the model the store's vectors come from, looked up now and then (a
         # keyword-only file that someone embeds is searched by meaning from then on)
@@ -192,7 +211,7 @@ class StoreCore(ABC):
     def capabilities(self) -> MemoryStoreCapabilities:
         if self._embedder is None:
             return self.capabilities_data
-        return self.capabilities_data.model_copy(update={"search": "hybrid"})
+        return self.capabilities_data.model_copy(update={"search": "hybrid", "modes": SEARCH_MODES})
 
     def close(self) -> None:
         """Commit the events still buffered, stop their writer, then release the store's
@@ -233,7 +252,7 @@ class StoreCore(ABC):
                 [{"loc": "limit", "msg": f"at most {caps.max_limit}"}],
             )
         tokens = tuple(unique_tokens(parsed.query)[:MAX_QUERY_TOKENS]) if parsed.query is not None else ()
-        mode = parsed.mode or ("hybrid" if self._embedder is not None else "keyword")
+        mode = parsed.mode or self._search_mode or ("hybrid" if self._embedder is not None else "keyword")
         if mode != "keyword" and self._embedder is None:
             raise CapabilityError(
                 caps.backend,
@@ -287,13 +306,17 @@ class StoreCore(ABC):
                 # no vector space yet: nothing is embedded, nothing is close
                 return (yield from s.similar(plan, limit, space)) if space is not None else []
 
+            depth = max(plan.needed, tuning.FUSION_CANDIDATES)
             ranked: list[Ranked]
             if plan.mode == "semantic":
-                ranked = relevant(by_meaning((yield from similar(plan.needed))))
+                ranked = relevant(by_meaning((yield from similar(depth))))
             else:
-                depth = max(plan.needed, tuning.FUSION_CANDIDATES)
                 semantic = yield from similar(depth)
-                ranked = relevant(fuse((yield from s.keyword_candidates(plan, depth)), semantic))
+                keyword = yield from s.keyword_candidates(plan, depth)
+                if plan.mode == "quality":
+                    ranked = relevant(quality.rank(keyword, semantic, len(plan.tokens)))
+                else:
+                    ranked = relevant(fuse(keyword, semantic))
             page = ranked[plan.offset : plan.offset + plan.limit]
             # the page's records, read and checked (a corrupt row is reported, never shown)
             records = yield from s.get_many([hit.id for hit in page])

@@ -337,11 +337,16 @@ class _Session:
             and visible_to_agent(r.scope, query.agent)
             and (blob := self._vector(r.id)) is not None
         ]
-        mean = centre(centre_keys(reached), len(reached), space.dimensions)
+        mean = centre(centre_keys(reached), len(reached), space.dimensions) if plan.by_centre else None
         admitted = {r.id: r for r in self._records() if passes_filters(r, plan)}
         rows = [(record_id, blob) for record_id in admitted if (blob := self._vector(record_id)) is not None]
-        found = closest(plan.vector, rows, space.dimensions, limit, mean)
-        return no_statements([Candidate(i, score, context=_context(admitted[i])) for i, score in found])
+        found = closest(plan.vector, rows, space.dimensions, limit, mean, by_centre=plan.by_centre)
+        return no_statements(
+            [
+                Candidate(i, centred if plan.by_centre else cosine, context=_context(admitted[i]), cosine=cosine)
+                for i, cosine, centred in found
+            ]
+        )
 
     def unembedded(self, limit: int) -> Steps[Statement, list[MemoryRecord]]:
         missing = [r for r in self._records() if self._vector(r.id) is None]

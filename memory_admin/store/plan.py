@@ -72,6 +72,14 @@ class SearchPlan:
     """The query's embedding, once a semantic or hybrid search has computed it."""
 
     @property
+    def by_centre(self) -> bool:
+        """Whether the semantic side ranks by the cosine measured from the searched
+        records' centre (a fusion: hybrid and quality) rather than the plain cosine (a
+        semantic search: the model's own similarity, which holds on data of every shape;
+        see docs/search.md)."""
+        return self.mode != "semantic"
+
+    @property
     def ranked(self) -> bool:
         return self.query.query is not None
 
@@ -104,7 +112,11 @@ class Candidate:
     terms: dict[str, float] | None = None
     context: Hashable = None
     """Where the record was stated: its stored scope and the UTC day of its
-    ``observed_at`` (:func:`context`); hybrid fusion lifts a strong hit's context."""
+    ``observed_at`` (:func:`context`); a search by meaning lifts a strong hit's context."""
+    cosine: float | None = None
+    """A semantic candidate's plain cosine similarity to the query (its ``score`` is the
+    one its side ranked by: the cosine measured from the searched records' centre, for a
+    fusion; see :attr:`SearchPlan.by_centre`)."""
 
 
 def context(scope: Hashable, stated: datetime) -> Hashable:
@@ -113,4 +125,9 @@ def context(scope: Hashable, stated: datetime) -> Hashable:
     return (scope, stated.astimezone(UTC).toordinal())
 
 
-__all__ = ["MAX_CURSOR_VALUE", "Candidate", "Cursor", "SearchPlan", "context", "now_us"]
+def context_day(where: Hashable) -> int | None:
+    """The day (proleptic ordinal) a :func:`context` names; ``None`` for no context."""
+    return int(where[1]) if isinstance(where, tuple) else None
+
+
+__all__ = ["MAX_CURSOR_VALUE", "Candidate", "Cursor", "SearchPlan", "context", "context_day", "now_us"]

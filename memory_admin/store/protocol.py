@@ -22,6 +22,7 @@ from memory_admin.records import (
     MemoryRecord,
     MemorySearchQuery,
     MemoryWriteInput,
+    SearchMode,
     UtcDatetime,
 )
 from memory_admin.scope import Scope, ScopeMatch
@@ -41,6 +42,9 @@ class MemoryStoreCapabilities(_Frozen):
 
     backend: str
     search: SearchKind
+    modes: tuple[SearchMode, ...] = ("keyword",)
+    """The search modes the store answers: ``keyword`` alone without an embedder; with
+    one, ``semantic``, ``hybrid`` and ``quality`` too."""
     erasure: bool = False
     admin: bool = False
     events: bool = False

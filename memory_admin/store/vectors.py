@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memory_admin import tuning
-from memory_admin.embed.fusion import zscore_fusion
+from memory_admin.embed.fusion import context_lift, zscore_fusion
 from memory_admin.embed.protocol import Vector, numpy
-from memory_admin.embed.quantize import int8_scores, scaled_sum, stack_blobs
+from memory_admin.embed.quantize import int8_cosines, scaled_sum, stack_blobs
 from memory_admin.records import MemoryHit, MemoryRecord, MemoryWriteInput
 from memory_admin.store.caches import LruCache
 from memory_admin.store.plan import Candidate
@@ -148,23 +148,35 @@ def document_text(record: MemoryRecord | MemoryWriteInput) -> str:
 
 
 def closest(
-    query: Vector, rows: Sequence[tuple[K, bytes]], dimensions: int, limit: int, centre: Vector | None = None
-) -> list[tuple[K, float]]:
-    """The ``limit`` rows most similar to ``query`` (cosine, exact over the int8 codes;
-    measured from ``centre`` when given: see :func:`~memory_admin.embed.quantize.int8_scores`),
-    closest first; ties keep the rows' order. Scored :data:`~memory_admin.tuning.SCAN_CHUNK` rows at a time."""
+    query: Vector,
+    rows: Sequence[tuple[K, bytes]],
+    dimensions: int,
+    limit: int,
+    centre: Vector | None = None,
+    *,
+    by_centre: bool = True,
+) -> list[tuple[K, float, float]]:
+    """The ``limit`` rows most similar to ``query``, as ``(key, cosine, centred cosine)``:
+    exact over the int8 codes, the second measured from ``centre`` (the plain cosine again
+    without one; see :func:`~memory_admin.embed.quantize.int8_cosines`). Closest first by
+    the centred cosine when ``by_centre``, else by the plain one; ties keep the rows'
+    order. Scored :data:`~memory_admin.tuning.SCAN_CHUNK` rows at a time."""
     if not rows or limit <= 0:
         return []
     np = numpy()
     query32 = np.asarray(query, dtype=np.float32)
-    parts = []
+    plains, centreds = [], []
     for start in range(0, len(rows), tuning.SCAN_CHUNK):
         codes, scales = stack_blobs([blob for _, blob in rows[start : start + tuning.SCAN_CHUNK]], dimensions)
-        parts.append(int8_scores(query32, codes, scales, centre))
-    scores: Any = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        plain, centred = int8_cosines(query32, codes, scales, centre)
+        plains.append(plain)
+        centreds.append(centred)
+    cosines: Any = np.concatenate(plains) if len(plains) > 1 else plains[0]
+    centred_all: Any = np.concatenate(centreds) if len(centreds) > 1 else centreds[0]
+    scores = centred_all if by_centre else cosines
     top = np.argpartition(-scores, limit - 1)[:limit] if len(rows) > limit else np.arange(len(rows))
     order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), i))
-    return [(rows[i][0], round(float(scores[i]), 6)) for i in order]
+    return [(rows[i][0], round(float(cosines[i]), 6), round(float(centred_all[i]), 6)) for i in order]
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,8 +203,8 @@ class Ranked:
 
 
 def relevant(ranked: Sequence[Ranked]) -> list[Ranked]:
-    """The hits of a semantic or hybrid search that match its query: those sharing a word
-    with it (a keyword score), and those whose similarity reaches
+    """The hits of a semantic, hybrid or quality search that match its query: those
+    sharing a word with it (a keyword score), and those whose cosine similarity reaches
     :data:`~memory_admin.tuning.RELEVANCE_FLOOR`. Without this every record of the scope
     would come back, ranked. The one home of the rule, for every backend."""
     floor = tuning.RELEVANCE_FLOOR
@@ -206,16 +218,26 @@ def relevant(ranked: Sequence[Ranked]) -> list[Ranked]:
 
 
 def by_meaning(semantic: Sequence[Candidate]) -> list[Ranked]:
-    """A semantic search's order: the closest first, scored by cosine similarity."""
-    return [Ranked(c.id, c.score, semantic_score=c.score) for c in semantic]
+    """A semantic search's order: by cosine similarity, each candidate lifted by
+    :data:`~memory_admin.tuning.SEMANTIC_CONTEXT_WEIGHT` of the best cosine among the
+    candidates stated in its context (the same scope, the same day)."""
+    cosines = [c.cosine if c.cosine is not None else c.score for c in semantic]
+    lifts = context_lift(cosines, [c.context for c in semantic], tuning.SEMANTIC_CONTEXT_WEIGHT)
+    ranked = [
+        Ranked(c.id, round(cosine + lift, 6), semantic_score=cosine, context_score=round(lift, 6))
+        for c, cosine, lift in zip(semantic, cosines, lifts, strict=True)
+    ]
+    order = sorted(range(len(ranked)), key=lambda i: (-ranked[i].score, i))
+    return [ranked[i] for i in order]
 
 
 def fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate]) -> list[Ranked]:
-    """Both sides' candidates in one order (:func:`~memory_admin.embed.fusion.zscore_fusion`,
-    BM25 weighted :data:`~memory_admin.tuning.KEYWORD_WEIGHT`, each lifted by its
-    context's best: :data:`~memory_admin.tuning.CONTEXT_WEIGHT`), each carrying its
-    keyword and semantic scores (and matched terms) beside the fused one."""
+    """Both sides' candidates in one order (:func:`~memory_admin.embed.fusion.zscore_fusion`
+    of BM25 and the centred cosine, BM25 weighted :data:`~memory_admin.tuning.KEYWORD_WEIGHT`,
+    each lifted by its context's best: :data:`~memory_admin.tuning.CONTEXT_WEIGHT`), each
+    carrying its keyword score (and matched terms) and its cosine beside the fused one."""
     terms = {c.id: c.terms for c in keyword}
+    cosines = {c.id: c.cosine for c in semantic}
     fused = zscore_fusion(
         {c.id: c.score for c in keyword},
         {c.id: c.score for c in semantic},
@@ -228,7 +250,7 @@ def fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate]) -> list[Ra
             hit.key,
             round(hit.score, 6),
             hit.keyword_raw,
-            hit.semantic_raw,
+            cosines.get(hit.key),
             terms.get(hit.key),
             round(hit.context, 6),
         )

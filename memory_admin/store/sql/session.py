@@ -343,18 +343,25 @@ class SqlSession(ABC):
         depth = max(page * tuning.PREFILTER_FACTOR, tuning.PREFILTER_MIN, limit)
         total = sum(len(scope.keys) for scope in scopes)
         listed = yield from self._vectors_of(shortlist(plan.vector, scopes, max(tuning.SHORTLIST, 2 * depth)))
-        mean = yield from self._centre(versions, scopes, listed, total, space)
-        found = closest(plan.vector, listed, space.dimensions, depth, mean)
-        ids = yield from self._passing([key for key, _ in found], filters, filter_params)
-        found = [(key, score) for key, score in found if key in ids]
+        # a semantic search ranks by the plain cosine: no centre to measure from
+        mean = (yield from self._centre(versions, scopes, listed, total, space)) if plan.by_centre else None
+        found = closest(plan.vector, listed, space.dimensions, depth, mean, by_centre=plan.by_centre)
+        ids = yield from self._passing([key for key, _, _ in found], filters, filter_params)
+        found = [hit for hit in found if hit[0] in ids]
         if len(found) < page and total > depth:
             # the filters ruled out too many of the closest: score every record they admit
             every = [int(key) for scope in scopes for key in scope.keys.tolist()]
             ids = yield from self._passing(every, filters, filter_params)
-            found = closest(plan.vector, (yield from self._vectors_of(sorted(ids))), space.dimensions, limit, mean)
+            admitted = yield from self._vectors_of(sorted(ids))
+            found = closest(plan.vector, admitted, space.dimensions, limit, mean, by_centre=plan.by_centre)
         return [
-            Candidate(d.id_text(ids[key][0]), score, context=context(ids[key][1], d.from_db_time(ids[key][2])))
-            for key, score in found[:limit]
+            Candidate(
+                d.id_text(ids[key][0]),
+                centred if plan.by_centre else cosine,
+                context=context(ids[key][1], d.from_db_time(ids[key][2])),
+                cosine=cosine,
+            )
+            for key, cosine, centred in found[:limit]
         ]
 
     def _vectors_of(self, keys: Sequence[int]) -> Steps[Statement, list[tuple[int, bytes]]]:
