@@ -373,3 +373,27 @@ def test_recall_charts_read_on_a_phone(phone: Page) -> None:
     expect(phone.locator("html[data-charts]")).to_have_count(1)
     one = phone.evaluate(BUDGET)
     assert one["buckets"] == 1 and one["value"] and one["radius"] > 0  # the budget is drawn for one bucket too
+
+
+def test_smaller_findings_on_a_phone(phone: Page, browser: Browser, site: Deployed) -> None:
+    sign_in(phone, "ada")
+    phone.goto(f"/?{DANA}")
+    labels = phone.locator("section.results td[data-label='Key · tags']")
+    assert all(text.strip() for text in labels.all_inner_texts())  # no label over an empty cell
+    results = phone.locator("section.results").bounding_box()
+    facets = phone.locator("aside.facets").bounding_box()
+    assert results is not None and facets is not None and results["y"] < facets["y"]  # results first
+    phone.goto("/?scope=tenant%3Dacme%2Cuser%3Dmei&q=Amex&mode=keyword")
+    phone.locator("section.results td.content a").first.click()
+    supersedes = phone.locator("dl.fields dt:text-is('Supersedes') + dd")
+    expect(supersedes).to_contain_text("deleted")  # the card-number version was deleted
+    expect(supersedes.locator("a")).to_have_count(0)  # no link to a 404
+    record = phone.url.split("?")[0]
+    phone.goto(f"{record}?as_of=2000-01-01")
+    unwritten = phone.locator("header.page-head .badge")
+    expect(unwritten).to_have_text("unwritten")
+    assert unwritten.evaluate("el => getComputedStyle(el).borderStyle") == "dashed"  # styled like its peers
+    with opened_page(browser, site.url, java_script_enabled=False, viewport=PHONE) as plain:
+        sign_in(plain, "ada")
+        plain.goto("/recall/")
+        expect(plain.locator("#charts-need-js")).to_contain_text("table below")
