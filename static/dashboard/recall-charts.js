@@ -25,8 +25,11 @@
   function thinned(labels, canvas) {
     var room = Math.max(2, Math.floor((canvas.parentNode.clientWidth || 600) / 95));
     var step = Math.max(1, Math.ceil(labels.length / room));
+    var last = labels.length - 1;
     return function (value, index) {
-      return index % step === 0 || index === labels.length - 1 ? labels[index] : "";
+      // the last label always; a thinned one too close to it gives way
+      if (index === last) return labels[index];
+      return index % step === 0 && last - index >= step ? labels[index] : "";
     };
   }
 

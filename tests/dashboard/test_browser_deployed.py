@@ -7,6 +7,7 @@ stylesheet, the error beside its field) on every page, for every role, at 375 an
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -341,3 +342,58 @@ def test_every_page_and_every_bad_value_keeps_the_layout(
             except AssertionError as exc:
                 broken[f"{path} {field}={value!r}"] = [str(exc).splitlines()[0]]
     assert broken == {}
+
+
+TICKS = """() => {
+  const chart = Chart.getChart(document.getElementById("chart-truncation"));
+  const x = chart.scales.x;
+  chart.ctx.font = Chart.helpers.toFont(x.options.ticks.font).string;
+  return x.ticks.map((tick, i) => ({label: tick.label, at: x.getPixelForTick(i)}))
+    .filter(tick => tick.label)
+    .map(tick => ({at: tick.at, width: chart.ctx.measureText(tick.label).width}));
+}"""
+
+BUDGET = """() => {
+  const chart = Chart.getChart(document.getElementById("chart-chars"));
+  const budget = chart.data.datasets.find(d => d.label === "budget");
+  return {buckets: chart.data.labels.length, radius: budget.pointRadius, value: budget.data[0]};
+}"""
+
+
+def test_recall_charts_read_on_a_phone(phone: Page) -> None:
+    sign_in(phone, "ada")
+    phone.goto("/recall/?bucket=6h")
+    expect(phone.locator("html[data-charts]")).to_have_count(1)
+    ticks = phone.evaluate(TICKS)
+    assert len(ticks) >= 3
+    for before, after in itertools.pairwise(ticks):
+        assert after["at"] - before["at"] > (before["width"] + after["width"]) / 2, (before, after)  # no overlap
+    day = phone.locator("#events-heading ~ table tbody tr time").first.get_attribute("datetime") or ""
+    phone.goto(f"/recall/?since={day[:10]}+00%3A00&until={day[:10]}+23%3A59&bucket=day")
+    expect(phone.locator("html[data-charts]")).to_have_count(1)
+    one = phone.evaluate(BUDGET)
+    assert one["buckets"] == 1 and one["value"] and one["radius"] > 0  # the budget is drawn for one bucket too
+
+
+def test_smaller_findings_on_a_phone(phone: Page, browser: Browser, site: Deployed) -> None:
+    sign_in(phone, "ada")
+    phone.goto(f"/?{DANA}")
+    labels = phone.locator("section.results td[data-label='Key · tags']")
+    assert all(text.strip() for text in labels.all_inner_texts())  # no label over an empty cell
+    results = phone.locator("section.results").bounding_box()
+    facets = phone.locator("aside.facets").bounding_box()
+    assert results is not None and facets is not None and results["y"] < facets["y"]  # results first
+    phone.goto("/?scope=tenant%3Dacme%2Cuser%3Dmei&q=Amex&mode=keyword")
+    phone.locator("section.results td.content a").first.click()
+    supersedes = phone.locator("dl.fields dt:text-is('Supersedes') + dd")
+    expect(supersedes).to_contain_text("deleted")  # the card-number version was deleted
+    expect(supersedes.locator("a")).to_have_count(0)  # no link to a 404
+    record = phone.url.split("?")[0]
+    phone.goto(f"{record}?as_of=2000-01-01")
+    unwritten = phone.locator("header.page-head .badge")
+    expect(unwritten).to_have_text("unwritten")
+    assert unwritten.evaluate("el => getComputedStyle(el).borderStyle") == "dashed"  # styled like its peers
+    with opened_page(browser, site.url, java_script_enabled=False, viewport=PHONE) as plain:
+        sign_in(plain, "ada")
+        plain.goto("/recall/")
+        expect(plain.locator("#charts-need-js")).to_contain_text("table below")
