@@ -60,6 +60,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.embedded import CachedEmbedder
+from bench.folds import FoldReport, collect, render, run_folds
 from bench.measure import command, percentile, scratch, sqlite_url, write_report
 from memory_admin import tuning
 from memory_admin.embed import Embedder, open_embedder
@@ -130,7 +132,30 @@ def session_time(text: str | None) -> datetime | None:
         return None
 
 
-def load_dataset(path: Path) -> Dataset:
+UNITS = ("observations", "turns")
+"""What a record is: one of LoCoMo's observations (an atomic fact about a speaker, the
+default), or one turn of the dialog as it was said (``Caroline: …``; a shared photo's
+caption in brackets) — the protocol of benchmarks that store one record per turn, a few
+hundred a scope, many of them small talk."""
+
+
+def _turns(name: str, conversation: dict[str, Any]) -> list[Observation]:
+    turns = []
+    for key, session in conversation.items():
+        if not key.startswith("session_") or key.endswith("_date_time") or not isinstance(session, list):
+            continue
+        stated = session_time(conversation.get(f"{key}_date_time"))
+        for turn in session:
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [shares {turn['blip_caption']}]"
+            turns.append(Observation(name, text, frozenset([str(turn["dia_id"])]), stated))
+    return turns
+
+
+def load_dataset(path: Path, units: str = "observations") -> Dataset:
+    """The conversations, their records (``units``: :data:`UNITS`) and their questions of
+    categories 1-4."""
     data = json.loads(path.read_text(encoding="utf-8"))
     conversations: list[str] = []
     observations: list[Observation] = []
@@ -138,6 +163,9 @@ def load_dataset(path: Path) -> Dataset:
     for sample in data:
         name = str(sample["sample_id"])
         conversations.append(name)
+        if units == "turns":
+            observations += _turns(name, sample["conversation"])
+            sample = {**sample, "observation": {}}
         for key, session in sample["observation"].items():
             stated = session_time(sample["conversation"].get(key.replace("_observation", "_date_time")))
             for facts in session.values():
@@ -423,6 +451,11 @@ class Results:
     block_unfloored: BlockTally | None = None
     """The recall blocks again, the store's relevance floor off."""
     floors: dict[float, FloorTally] = field(default_factory=dict)
+    folds: FoldReport | None = None
+    """Every tuned choice out of fold (``--folds``)."""
+    cached: bool = False
+    """Vectors came from the benchmarks' cache (so ingest did not embed)."""
+    units: str = "observations"
 
 
 def run(
@@ -435,8 +468,10 @@ def run(
     weights: Sequence[float] = (),
     context_weights: Sequence[float] = (),
     floors: Sequence[float] = (),
+    folds: bool = False,
 ) -> Results:
     store_tally, base_tally, newest_tally, block_tally = Tally(), Tally(), Tally(), BlockTally()
+    fold_report: FoldReport | None = None
     block_unfloored = BlockTally() if mode != "keyword" else None
     floor_curve = {floor: FloorTally() for floor in floors}
     extra: list[tuple[str, Tally]] = []
@@ -534,6 +569,10 @@ def run(
                         shares.append(len(question.evidence & covered) / len(question.evidence))
                 if quiet_timings is not None and quiet is not None and not index % 2:
                     quiet_timings.measure(loaded, quiet, question)
+            if folds and embedder is not None:
+                with open_store("memory://", persist_events=False) as plain:
+                    collected = collect(loaded, plain, dataset, embedder, base_tally.recall[SEARCH_LIMIT])
+                fold_report = run_folds(collected, loaded)
         finally:
             baseline.close()
             baseline_newest.close()
@@ -556,6 +595,8 @@ def run(
             curve=curve,
             block_unfloored=block_unfloored,
             floors=floor_curve,
+            folds=fold_report,
+            cached=getattr(embedder, "hits", 0) > 0,
         )
 
 
@@ -611,7 +652,7 @@ def report(results: Results, command_line: str) -> str:
         *(row(f"characters returned per search, top {k} (mean)", _chars_at(k)) for k in KS),
         row("search latency p50 (ms)", lambda t: f"{percentile(t.latency_ms, 0.5):.2f}"),
         row("search latency p99 (ms)", lambda t: f"{percentile(t.latency_ms, 0.99):.2f}"),
-        f"| ingest (s, all observations{', embedding included' if results.model else ''}) | {results.ingest_s:.2f} "
+        f"| ingest (s, all records{_embedding_note(results)}) | {results.ingest_s:.2f} "
         f"| {results.baseline_ingest_s:.2f} | |" + " |" * len(results.extra),
         "",
         f"Turn-1 recall block at the default budget ({DEFAULT_BUDGET_CHARS} characters), one per question:",
@@ -673,9 +714,17 @@ def report(results: Results, command_line: str) -> str:
             "",
         ]
     lines += _floor_report(results)
+    if results.folds is not None:
+        lines += render(results.folds, results.units)
     problems = verdict_problems(results)
     lines.append("Verdict: " + ("pass." if not problems else "FAIL: " + "; ".join(problems) + "."))
     return "\n".join(lines) + "\n"
+
+
+def _embedding_note(results: Results) -> str:
+    if not results.model:
+        return ""
+    return ", vectors from the benchmarks' cache" if results.cached else ", embedding included"
 
 
 def _floor_report(results: Results) -> list[str]:
@@ -770,10 +819,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="",
         help="semantic or hybrid: also print recall@10 and the records returned at these relevance floors (-1,0,0.1)",
     )
+    parser.add_argument(
+        "--folds",
+        action="store_true",
+        help="semantic, hybrid or quality: also choose every tuned setting on four conversations and measure it "
+        "on the fifth, all five ways, against the untuned baselines (and fit the quality ranker that way)",
+    )
+    parser.add_argument(
+        "--units", choices=UNITS, default="observations", help="what a record is: an observation or a dialog turn"
+    )
+    parser.add_argument(
+        "--train-quality",
+        action="store_true",
+        help="with --folds: print the quality ranker's weights fitted on every conversation, as tuning.py holds them",
+    )
     parser.add_argument("--out", type=Path, help="also write the report (Markdown) to this file")
     options = parser.parse_args(argv)
-    dataset = load_dataset(options.dataset)
-    embedder = open_embedder(options.embedder) if options.mode != "keyword" else None
+    dataset = load_dataset(options.dataset, options.units)
+    embedder = CachedEmbedder(open_embedder(options.embedder)) if options.mode != "keyword" else None
     weights = [float(w) for w in options.weights.split(",") if w.strip()]
     context_weights = [float(w) for w in options.context_weights.split(",") if w.strip()]
     results = run(
@@ -785,8 +848,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         weights=weights,
         context_weights=context_weights,
         floors=[float(f) for f in options.floors.split(",") if f.strip()],
+        folds=options.folds,
     )
+    results.units = options.units
+    if embedder is not None:
+        embedder.save()
     text = report(results, command("bench.locomo", argv))
+    if options.train_quality and results.folds is not None and results.folds.learned is not None:
+        text += "\n```python\nQUALITY_WEIGHTS: dict[str, float] = {\n"
+        text += "".join(f'    "{name}": {weight},\n' for name, weight in results.folds.learned.weights.items())
+        text += "}\n```\n"
     print(text, end="")
     write_report(options.out, text)
     return 1 if verdict_problems(results) else 0

@@ -98,13 +98,50 @@ class MemoryRecallEvent(_Event):
     duration_ms: float | None = None
     redacted: bool = False
     """The query preview was removed: a memory this recall held has been forgotten."""
+    conversation_id: str | None = None
+    """The conversation the block opened, when the host named it: its later turns'
+    ``agent.memory.recall_turn`` events carry the same id."""
 
 
-AnyEvent = MemoryWriteEvent | MemorySearchEvent | MemoryRecallEvent
+class MemoryRecallTurnEvent(_Event):
+    """One later turn's recall block: what was new since the blocks already injected
+    in the conversation (:func:`~memory_admin.recall_turns.assemble_turn_recall`)."""
+
+    type: Literal["agent.memory.recall_turn"] = "agent.memory.recall_turn"
+    conversation_id: str | None = None
+    turn: int
+    """The turn's number in the conversation (2 for the first message after turn 1's)."""
+    scope_match: ScopeMatch = "visible"
+    query_preview: str | None = None
+    query_clipped: bool = False
+    count: int
+    chars: int
+    budget_chars: int
+    record_ids: list[str]
+    """What this turn's block injected, in block order."""
+    repeated_ids: list[str] = Field(default_factory=list)
+    """Records the message matched that an earlier block of the conversation already
+    injected: left out, not injected twice."""
+    earlier: int = 0
+    """How many records the conversation's earlier blocks had injected."""
+    truncated: bool = False
+    deferred: int = 0
+    deferred_ids: list[str] = Field(default_factory=list)
+    duration_ms: float | None = None
+    redacted: bool = False
+    """The query preview was removed: a memory this turn found has been forgotten."""
+
+
+AnyEvent = MemoryWriteEvent | MemorySearchEvent | MemoryRecallEvent | MemoryRecallTurnEvent
 MemoryEvent = Annotated[AnyEvent, Field(discriminator="type")]
 EventSink = Callable[[AnyEvent], object]
-EventType = Literal["agent.memory.write", "agent.memory.search", "agent.memory.recall"]
-EVENT_TYPES: tuple[EventType, ...] = ("agent.memory.write", "agent.memory.search", "agent.memory.recall")
+EventType = Literal["agent.memory.write", "agent.memory.search", "agent.memory.recall", "agent.memory.recall_turn"]
+EVENT_TYPES: tuple[EventType, ...] = (
+    "agent.memory.write",
+    "agent.memory.search",
+    "agent.memory.recall",
+    "agent.memory.recall_turn",
+)
 MAX_EVENT_PAGE = 10_000
 
 _EVENT_ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(MemoryEvent)
@@ -123,8 +160,10 @@ def forget_records(event: AnyEvent, forgotten: set[str]) -> AnyEvent | None:
     if isinstance(event, MemoryWriteEvent) or event.query_preview is None:
         return None
     named = set(event.record_ids)
-    if isinstance(event, MemoryRecallEvent):
+    if isinstance(event, MemoryRecallEvent | MemoryRecallTurnEvent):
         named.update(event.deferred_ids)
+    if isinstance(event, MemoryRecallTurnEvent):
+        named.update(event.repeated_ids)
     if not named & forgotten:
         return None
     return event.model_copy(update={"query_preview": None, "query_clipped": False, "redacted": True})

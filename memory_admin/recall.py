@@ -128,6 +128,9 @@ class RecallOptions(_Frozen):
     """Record ids in the entries, so an agent can supersede what it recalls."""
     preview_run: bool = False
     """Marks the event as a preview, kept out of the dashboard's production graphs."""
+    conversation_id: str | None = Field(None, min_length=1, max_length=200)
+    """The conversation this block opens: its event carries it, and so do its later
+    turns' (:mod:`memory_admin.recall_turns`), so the dashboard shows them together."""
 
 
 class RecallArgs(TypedDict, total=False):
@@ -141,6 +144,7 @@ class RecallArgs(TypedDict, total=False):
     scope_match: ScopeMatch
     show_ids: bool
     preview_run: bool
+    conversation_id: str | None
 
 
 class RecallReport(_Frozen):
@@ -170,6 +174,7 @@ class RecallReport(_Frozen):
     """True when the user text was longer than :data:`RECALL_QUERY_CHARS` and clipped."""
     deferred_tiers: dict[str, Tier] = {}
     """The tier each deferred record was a candidate of."""
+    conversation_id: str | None = None
 
     def event(self, *, at: datetime, query: str | None, preview_run: bool, duration_ms: float) -> MemoryRecallEvent:
         """The ``agent.memory.recall`` event of this report: its own fields, and the when,
@@ -507,6 +512,7 @@ def _finish(plan: _Plan, found: _Candidates, *, now: datetime, started: float) -
         fallback=found.fallback,
         query_clipped=plan.query_clipped,
         deferred_tiers={record_id: layout.deferred_tiers[record_id] for record_id in layout.deferred},
+        conversation_id=plan.options.conversation_id,
     )
     event = report.event(
         at=now,

@@ -1,0 +1,823 @@
+"""Out of fold: every tuned choice of search, chosen on four of LoCoMo's development
+conversations and measured on the fifth, all five ways, against the untuned baselines.
+
+    python -m bench.locomo ../shared/datasets/locomo/locomo-dev.json --mode hybrid --folds \\
+        [--units turns] [--train-quality] [--out docs/benchmarks/locomo-folds.md]
+
+A choice tuned on the data it is measured on always looks good; a store's users bring
+their own data. So each choice is made the way it would be made without the held-out
+conversation: for each of the five conversations, the value with the best mean recall@10
+over the other four conversations' questions is picked and measured on the fifth. The
+out-of-fold figure is the mean over every question with the value picked without its
+conversation. A choice is kept when that beats its untuned baseline's figure in the same
+run; otherwise it goes (or stays as an option, off).
+
+Every ranking here is computed from what the store computes, through the package's own
+functions — each question's keyword matches come from the store's keyword search (and
+from a second, in-memory store whose records' terms leave out the stated day), its
+similarities from the same int8 vectors, shortlist and centre as the store's
+(:mod:`memory_admin.store.vectors`), fusion from :func:`~memory_admin.embed.fusion.zscore_fusion`,
+the quality ranker from :mod:`memory_admin.store.quality` — and, at the store's own
+settings, each mode's top ten is checked against the store's own search (the report says
+how many agree).
+
+Beside the choices, the relevance floor (picked by its rule on four conversations), the
+learned quality ranker (fitted on four, measured on the fifth; ``--train-quality`` prints
+the weights fitted on all five, which the package ships), and what was tried for
+questions whose evidence spans several sessions (a second round seeded by the first
+round's records, diversity across sessions, names in common) — each kept only if it wins
+out of fold.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import statistics
+import time
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memory_admin import tuning
+from memory_admin.embed.fusion import context_lift, rrf_fusion, zscore_fusion
+from memory_admin.embed.protocol import numpy
+from memory_admin.embed.quantize import stack_blobs, to_blobs
+from memory_admin.scope import scope_json
+from memory_admin.store import ranking
+from memory_admin.store.plan import Candidate, context
+from memory_admin.store.quality import FEATURES, features
+from memory_admin.store.quality import rank as quality_rank
+from memory_admin.store.vectors import Ranked, ScopeVectors, centre, centre_keys, closest, relevant, shortlist
+from memory_admin.tokenize import tokenize, unique_tokens
+
+if TYPE_CHECKING:
+    from bench.locomo import Dataset, Question, StoreRun
+    from memory_admin.embed import Embedder
+    from memory_admin.store import BaseMemoryStore
+
+K = 10
+FLOORS = (-1.0, 0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
+"""Relevance floors the floor's rule chooses among (-1: no floor, in effect)."""
+
+
+# --- what the store computes for each question ------------------------------------------
+
+
+@dataclass
+class Conversation:
+    """One conversation's records as the store holds them: ids in write order, the
+    dialog ids each cites, where each was stated, and its vectors."""
+
+    ids: list[str]
+    cites: dict[str, frozenset[str]]
+    contexts: dict[str, Hashable]
+    texts: dict[str, str]
+    blobs: list[tuple[int, bytes]]
+    """``(write position, int8 blob)``: what the store's vector table holds, by key."""
+    vectors: ScopeVectors
+    centre: Any
+
+
+@dataclass
+class Asked:
+    """One question and what the store's searches compute for it."""
+
+    question: Question
+    terms: int
+    """The query's distinct terms (what the quality ranker's query shape counts)."""
+    vector: Any
+    """The query's embedding."""
+    keyword: list[Candidate]
+    """Every keyword match, in the store's order, with the stated day among the record's terms."""
+    keyword_without_day: list[Candidate]
+    """The same without the stated day (ids of the first store)."""
+    semantic: dict[tuple[bool, int], list[Candidate]]
+    """The closest records (centred or plain cosine, depth) as the store's semantic side finds them."""
+
+
+@dataclass
+class Collected:
+    conversations: dict[str, Conversation]
+    asked: list[Asked]
+    raw_bm25: list[float]
+    """Recall@10 of raw FTS5 bm25 (the words as written), per question."""
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.conversations)
+
+
+@contextmanager
+def without_day_words() -> Iterator[None]:
+    """Records' terms without the words of their stated day (the choice switched off)."""
+    kept = ranking.date_words
+    ranking.date_words = lambda stated: ""
+    ranking._date_tokens.cache_clear()
+    try:
+        yield
+    finally:
+        ranking.date_words = kept
+        ranking._date_tokens.cache_clear()
+
+
+@contextmanager
+def floor_at(floor: float | None) -> Iterator[None]:
+    kept = tuning.RELEVANCE_FLOOR
+    tuning.RELEVANCE_FLOOR = floor
+    try:
+        yield
+    finally:
+        tuning.RELEVANCE_FLOOR = kept
+
+
+def _depths() -> tuple[int, ...]:
+    return tuple(sorted({30, 50, tuning.FUSION_CANDIDATES, 200}))
+
+
+def collect(
+    loaded: StoreRun, plain: BaseMemoryStore, dataset: Dataset, embedder: Embedder, raw: Sequence[float]
+) -> Collected:
+    """What every question's searches compute: ``loaded`` is the store under test (its
+    keyword search), ``plain`` a keyword-only in-memory store written with
+    :func:`without_day_words` in the same order, ``raw`` raw FTS5's recall@10 per question."""
+    from bench.locomo import StoreRun
+
+    np = numpy()
+    with without_day_words():
+        unday = StoreRun(plain, dataset, loaded.tenant, "keyword")
+    same = dict(zip(unday.owner, loaded.owner, strict=True))
+    conversations: dict[str, Conversation] = {}
+    for name in dataset.conversations:
+        ids = [key for key, (owner, _) in loaded.owner.items() if owner == name]
+        records = [loaded.store.get(key) for key in ids]
+        texts = {record.id: record.content for record in records if record is not None}
+        blobs = list(enumerate(to_blobs(embedder.embed_documents(list(texts.values())))))
+        conversations[name] = Conversation(
+            ids=ids,
+            cites={key: loaded.owner[key][1] for key in ids},
+            contexts={r.id: context(scope_json(r.scope), r.observed_at) for r in records if r is not None},
+            texts=texts,
+            blobs=blobs,
+            vectors=ScopeVectors.of(1, blobs, embedder.dimensions),
+            centre=centre([blobs[i] for i in centre_keys(range(len(blobs)))], len(blobs), embedder.dimensions),
+        )
+    asked = []
+    for question in dataset.questions:
+        held = conversations[question.conversation]
+        query = loaded.query(question.conversation, question.text, 1000, "keyword")
+        keyword = [
+            Candidate(hit.record.id, hit.score or 0.0, hit.terms, held.contexts[hit.record.id])
+            for hit in loaded.store.search(query)
+        ]
+        with without_day_words():
+            hits = plain.search(unday.query(question.conversation, question.text, 1000, "keyword"))
+        keyword_without_day = [
+            Candidate(same[hit.record.id], hit.score or 0.0, hit.terms, held.contexts[same[hit.record.id]])
+            for hit in hits
+        ]
+        vector = np.asarray(embedder.embed_query(question.text), dtype=np.float32)
+        semantic = {
+            (by_centre, depth): _closest(held, vector, depth, embedder.dimensions, by_centre=by_centre)
+            for by_centre in (True, False)
+            for depth in _depths()
+        }
+        terms = len(unique_tokens(question.text)[:64])
+        asked.append(Asked(question, terms, vector, keyword, keyword_without_day, semantic))
+    return Collected(conversations, asked, list(raw))
+
+
+def _closest(held: Conversation, vector: Any, limit: int, dimensions: int, *, by_centre: bool) -> list[Candidate]:
+    """The store's semantic side (:meth:`~memory_admin.store.sql.session.SqlSession.similar`)
+    over one conversation: the shortlist, the exact scores from the centre, the best ``limit``."""
+    page = K + 1
+    depth = max(page * tuning.PREFILTER_FACTOR, tuning.PREFILTER_MIN, limit)
+    keys = shortlist(vector, [held.vectors], max(tuning.SHORTLIST, 2 * depth))
+    listed = [held.blobs[key] for key in sorted(keys)]
+    found = closest(vector, listed, dimensions, depth, held.centre if by_centre else None, by_centre=by_centre)
+    return [
+        Candidate(held.ids[key], centred if by_centre else cosine, context=held.contexts[held.ids[key]], cosine=cosine)
+        for key, cosine, centred in found[:limit]
+    ]
+
+
+# --- rankings ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One way to rank: the mode and its choices' values."""
+
+    mode: str
+    day: bool = True
+    centring: bool = True
+    keyword_weight: float = 0.5
+    lift: float = 0.0
+    depth: int = 100
+    floor: float | None = None
+    fusion: str = "zscore"
+    second_round: float = 0.0
+    diversity: float = 0.0
+    names: float = 0.0
+
+
+def store_setting(mode: str) -> Setting:
+    """The store's own settings for a mode (what its searches do)."""
+    if mode == "keyword":
+        return Setting("keyword")
+    if mode == "semantic":
+        return Setting(
+            "semantic",
+            centring=False,
+            lift=tuning.SEMANTIC_CONTEXT_WEIGHT,
+            depth=tuning.FUSION_CANDIDATES,
+            floor=tuning.RELEVANCE_FLOOR,
+        )
+    return Setting(
+        mode,
+        keyword_weight=tuning.KEYWORD_WEIGHT,
+        lift=tuning.CONTEXT_WEIGHT,
+        depth=tuning.FUSION_CANDIDATES,
+        floor=tuning.RELEVANCE_FLOOR,
+    )
+
+
+def ranked(asked: Asked, setting: Setting, data: Collected, weights: dict[str, float] | None = None) -> list[str]:
+    """The ids a search of ``setting`` returns for the question, best first."""
+    keyword = asked.keyword if setting.day else asked.keyword_without_day
+    if setting.mode == "keyword":
+        return [c.id for c in keyword]
+    semantic = asked.semantic[setting.centring, setting.depth]
+    if setting.mode == "semantic":
+        scores = [c.score for c in semantic]
+        lifts = context_lift(scores, [c.context for c in semantic], setting.lift)
+        hits = [
+            Ranked(c.id, score + lift, semantic_score=c.cosine)
+            for c, score, lift in zip(semantic, scores, lifts, strict=True)
+        ]
+        hits = [hits[i] for i in sorted(range(len(hits)), key=lambda i: (-hits[i].score, i))]
+    elif setting.mode == "quality":
+        hits = quality_rank(keyword[: setting.depth], semantic, asked.terms, weights)
+    elif setting.fusion == "rrf":
+        cosines = {c.id: c.cosine for c in semantic}
+        bm25 = {c.id: c.score for c in keyword[: setting.depth]}
+        order = rrf_fusion(list(bm25), [c.id for c in semantic])
+        hits = [Ranked(key, score, bm25.get(key), cosines.get(key)) for key, score in order]
+    else:
+        hits = _fused(asked, keyword[: setting.depth], semantic, setting, data)
+    with floor_at(setting.floor):
+        return [hit.id for hit in relevant(hits)]
+
+
+def _fused(
+    asked: Asked, keyword: Sequence[Candidate], semantic: Sequence[Candidate], setting: Setting, data: Collected
+) -> list[Ranked]:
+    cosines = {c.id: c.cosine for c in semantic}
+    fused = zscore_fusion(
+        {c.id: c.score for c in keyword},
+        {c.id: c.score for c in semantic},
+        keyword_weight=setting.keyword_weight,
+        context_weight=setting.lift,
+        contexts={c.id: c.context for c in (*semantic, *keyword) if c.context is not None},
+    )
+    hits = [Ranked(hit.key, hit.score, hit.keyword_raw, cosines.get(hit.key)) for hit in fused]
+    if setting.second_round or setting.diversity or setting.names:
+        hits = _multi_hop(asked, hits, setting, data)
+    return hits
+
+
+# --- multi-hop: what was tried --------------------------------------------------------
+
+_CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
+
+
+def _names(text: str) -> set[str]:
+    """The terms of a text's capitalised words after its first (names, places, titles)."""
+    words = text.split()
+    return {term for word in _CAPITALISED.findall(" ".join(words[1:])) for term in tokenize(word)}
+
+
+def _multi_hop(asked: Asked, hits: list[Ranked], setting: Setting, data: Collected) -> list[Ranked]:
+    """A fused order, changed by one of the ideas for evidence spread over sessions:
+
+    * ``second_round``: the top three records' vectors, at this weight, added to the
+      query's, and the semantic side searched again (pseudo-relevance feedback);
+    * ``diversity``: the top ten picked one by one, each pick's score lowered by this much
+      for every record already picked from its session;
+    * ``names``: a record gains this much for each name of the question it holds too.
+    """
+    held = data.conversations[asked.question.conversation]
+    score = {hit.id: hit.score for hit in hits}
+    if setting.second_round:
+        np = numpy()
+        index = {key: n for n, key in enumerate(held.ids)}
+        codes, scales = stack_blobs([held.blobs[index[hit.id]][1] for hit in hits[:3]], len(asked.vector))
+        seeds = (codes.astype(np.float32) * scales[:, None]).mean(axis=0)
+        vector = asked.vector + setting.second_round * seeds
+        again = _closest(held, vector / np.linalg.norm(vector), setting.depth, len(asked.vector), by_centre=True)
+        keyword = asked.keyword[: setting.depth]
+        cosines = {c.id: c.cosine for c in again}
+        fused = zscore_fusion(
+            {c.id: c.score for c in keyword},
+            {c.id: c.score for c in again},
+            keyword_weight=setting.keyword_weight,
+            context_weight=setting.lift,
+            contexts={c.id: c.context for c in (*again, *keyword) if c.context is not None},
+        )
+        return [Ranked(hit.key, hit.score, hit.keyword_raw, cosines.get(hit.key)) for hit in fused]
+    if setting.names:
+        asked_names = _names(asked.question.text)
+        if asked_names:
+            for hit in hits:
+                score[hit.id] += setting.names * len(asked_names & _names("- " + held.texts[hit.id]))
+        order = sorted(range(len(hits)), key=lambda i: (-score[hits[i].id], i))
+        return [hits[i] for i in order]
+    # diversity across sessions: greedy, over the best forty
+    pool, picked, seen = list(hits[:40]), list[Ranked](), dict[Hashable, int]()
+    while pool and len(picked) < K:
+        best = max(
+            range(len(pool)),
+            key=lambda i: (score[pool[i].id] - setting.diversity * seen.get(held.contexts[pool[i].id], 0), -i),
+        )
+        hit = pool.pop(best)
+        picked.append(hit)
+        seen[held.contexts[hit.id]] = seen.get(held.contexts[hit.id], 0) + 1
+    chosen = {hit.id for hit in picked}
+    return picked + [hit for hit in hits if hit.id not in chosen]
+
+
+# --- cross-validation ----------------------------------------------------------------
+
+
+def recall_at(asked: Asked, ids: Sequence[str], data: Collected) -> float:
+    held = data.conversations[asked.question.conversation]
+    covered: set[str] = set()
+    for key in ids[:K]:
+        covered |= held.cites[key]
+    return len(asked.question.evidence & covered) / len(asked.question.evidence)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+@dataclass
+class Scored:
+    """Recall@10 per question of each value of a choice."""
+
+    by_value: dict[Any, list[float]]
+    baseline: Any
+
+    def held_out(self, data: Collected) -> OutOfFold:
+        return out_of_fold(data, self.by_value, self.baseline)
+
+
+@dataclass
+class OutOfFold:
+    picks: dict[str, Any]
+    """Conversation → the value picked on the other four."""
+    tuned: dict[str, float]
+    """Conversation → recall@10 of its pick, on it."""
+    baseline: dict[str, float]
+    """Conversation → recall@10 of the baseline value, on it."""
+    tuned_all: float
+    baseline_all: float
+    everywhere: Any
+    """The value picked on all five conversations (what a store would ship)."""
+    baseline_value: Any = None
+
+    @property
+    def wins(self) -> bool:
+        return self.tuned_all > self.baseline_all + 1e-9
+
+
+def _in(data: Collected, values: Sequence[float], name: str, *, inside: bool) -> list[float]:
+    return [v for asked, v in zip(data.asked, values, strict=True) if (asked.question.conversation == name) == inside]
+
+
+def pick(data: Collected, by_value: dict[Any, list[float]], baseline: Any, leave_out: str | None) -> Any:
+    """The value with the best mean recall@10 over every conversation but ``leave_out``
+    (ties go to the baseline, then to the earlier value)."""
+    best, best_score = baseline, -math.inf
+    for value in [baseline, *(v for v in by_value if v != baseline)]:
+        values = by_value[value] if leave_out is None else _in(data, by_value[value], leave_out, inside=False)
+        score = _mean(values)
+        if score > best_score + 1e-12:
+            best, best_score = value, score
+    return best
+
+
+def out_of_fold(data: Collected, by_value: dict[Any, list[float]], baseline: Any) -> OutOfFold:
+    picks, tuned, base, pooled, pooled_base = {}, {}, {}, [], []
+    for name in data.names:
+        chosen = pick(data, by_value, baseline, name)
+        picks[name] = chosen
+        mine = _in(data, by_value[chosen], name, inside=True)
+        theirs = _in(data, by_value[baseline], name, inside=True)
+        tuned[name], base[name] = _mean(mine), _mean(theirs)
+        pooled += mine
+        pooled_base += theirs
+    everywhere = pick(data, by_value, baseline, None)
+    return OutOfFold(picks, tuned, base, _mean(pooled), _mean(pooled_base), everywhere, baseline)
+
+
+def score_settings(data: Collected, settings: Sequence[Setting]) -> dict[Setting, list[float]]:
+    return {s: [recall_at(a, ranked(a, s, data), data) for a in data.asked] for s in settings}
+
+
+# --- the learned ranker -----------------------------------------------------------------
+
+L2 = 1.0
+"""The fit's ridge penalty (on standardised features)."""
+
+
+def _labelled(asked: Asked, data: Collected, depth: int) -> tuple[list[str], Any, Any]:
+    np = numpy()
+    held = data.conversations[asked.question.conversation]
+    ids, rows = features(asked.keyword[:depth], asked.semantic[True, depth], asked.terms)
+    labels = [1.0 if held.cites[key] & asked.question.evidence else 0.0 for key in ids]
+    return ids, np.asarray(rows, dtype=np.float64).reshape(len(ids), len(FEATURES)), np.asarray(labels)
+
+
+def fit(tables: Sequence[tuple[Any, Any]]) -> dict[str, float]:
+    """Logistic regression by Newton's method with a ridge penalty, on standardised
+    features; the weights are returned on the features' own scale (a ranking needs no
+    intercept)."""
+    np = numpy()
+    x = np.concatenate([table for table, _ in tables])
+    y = np.concatenate([labels for _, labels in tables])
+    mean, spread = x.mean(axis=0), x.std(axis=0)
+    spread[spread < 1e-9] = 1.0
+    z = np.hstack([(x - mean) / spread, np.ones((len(x), 1))])
+    w = np.zeros(z.shape[1])
+    penalty = np.diag([L2] * len(FEATURES) + [0.0])
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(z @ w)))
+        gradient = z.T @ (p - y) + penalty @ w
+        hessian = (z * (p * (1 - p))[:, None]).T @ z + penalty
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if float(np.abs(step).max()) < 1e-10:
+            break
+    return {name: round(float(w[i] / spread[i]), 4) for i, name in enumerate(FEATURES)}
+
+
+@dataclass
+class Learned:
+    weights_by_fold: dict[str, dict[str, float]]
+    weights: dict[str, float]
+    """Fitted on all five conversations (what the package ships)."""
+    recall: list[float]
+    """Recall@10 per question, each ranked by the weights fitted without its conversation."""
+
+
+def learn(data: Collected, setting: Setting) -> Learned:
+    tables = [_labelled(asked, data, setting.depth) for asked in data.asked]
+    by_fold, recall = {}, [0.0] * len(data.asked)
+    for name in data.names:
+        weights = fit([t[1:] for t, a in zip(tables, data.asked, strict=True) if a.question.conversation != name])
+        by_fold[name] = weights
+        for n, asked in enumerate(data.asked):
+            if asked.question.conversation == name:
+                recall[n] = recall_at(asked, ranked(asked, setting, data, weights), data)
+    return Learned(by_fold, fit([t[1:] for t in tables]), recall)
+
+
+# --- the run -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One tuned choice: its mode, the :class:`Setting` field it sets, its values and the
+    untuned baseline's value."""
+
+    label: str
+    mode: str
+    field: str
+    values: tuple[Any, ...]
+    baseline: Any
+
+
+def choices() -> list[Choice]:
+    lifts = (0.0, 0.1, 0.2, 0.3, 0.4)
+    return [
+        Choice("the stated day among a record's terms", "keyword", "day", (False, True), False),
+        Choice("centring (cosine from the scope's mean)", "semantic", "centring", (False, True), False),
+        Choice("context lift", "semantic", "lift", lifts, 0.0),
+        Choice("candidate depth", "semantic", "depth", _depths(), tuning.FUSION_CANDIDATES),
+        Choice("keyword weight", "hybrid", "keyword_weight", (0.3, 0.4, 0.5, 0.6, 0.7), 0.5),
+        Choice("context lift", "hybrid", "lift", lifts, 0.0),
+        Choice("candidate depth", "hybrid", "depth", _depths(), tuning.FUSION_CANDIDATES),
+        Choice("centring of the semantic side", "hybrid", "centring", (False, True), False),
+        Choice("the stated day among the keyword side's terms", "hybrid", "day", (False, True), False),
+    ]
+
+
+def grids() -> dict[str, tuple[Setting, list[Setting]]]:
+    """Mode → (its untuned baseline, every combination of its choices' values)."""
+    both, weights, lifts = (False, True), (0.4, 0.5, 0.6), (0.0, 0.1, 0.2, 0.3)
+    return {
+        "keyword": (Setting("keyword", day=False), [Setting("keyword", day=d) for d in both]),
+        "semantic": (
+            Setting("semantic", centring=False, lift=0.0, depth=tuning.FUSION_CANDIDATES),
+            [
+                Setting("semantic", centring=c, lift=lift, depth=depth)
+                for c, lift, depth in itertools.product(both, (0.0, 0.1, 0.2, 0.3, 0.4), (50, 100))
+            ],
+        ),
+        "hybrid": (
+            Setting("hybrid", day=False, centring=False, keyword_weight=0.5, lift=0.0, depth=100),
+            [
+                Setting("hybrid", day=d, centring=c, keyword_weight=w, lift=lift, depth=depth)
+                for d, c, w, lift, depth in itertools.product(both, both, weights, lifts, (50, 100))
+            ],
+        ),
+    }
+
+
+@dataclass
+class Against:
+    """A ranking measured out of fold beside another in the same run, per conversation."""
+
+    label: str
+    figures: dict[str, float]
+    other_label: str
+    other: dict[str, float]
+    pooled: float
+    other_pooled: float
+
+
+@dataclass
+class FoldReport:
+    data: Collected
+    per_choice: list[tuple[Choice, OutOfFold]]
+    modes: dict[str, tuple[Setting, OutOfFold]]
+    """Mode → its untuned baseline and its choices tuned together out of fold."""
+    store: dict[str, list[float]]
+    """Mode → recall@10 per question at the store's own settings."""
+    agreement: dict[str, int]
+    """Mode → questions whose top ten here is the store's own search's."""
+    floors: dict[str, OutOfFold]
+    floor_pick: tuple[dict[str, float], float]
+    """The floor the rule picks without each conversation, and on all five."""
+    learned: Learned | None
+    multi_hop: list[tuple[str, tuple[float, ...], OutOfFold, dict[int, tuple[float, float]]]]
+    seconds: float
+
+
+def _replace(setting: Setting, **changes: Any) -> Setting:
+    return Setting(**{**setting.__dict__, **changes})
+
+
+def floor_rule(data: Collected, by_mode: dict[str, dict[float, list[float]]], leave_out: str | None) -> float:
+    """The relevance floor's rule: the highest floor at which neither a semantic nor a
+    hybrid search's recall@10 falls below the lowest floor's (no floor, in effect), over
+    every conversation but ``leave_out``."""
+
+    def mean_of(values: list[float]) -> float:
+        return _mean(values if leave_out is None else _in(data, values, leave_out, inside=False))
+
+    lowest = min(FLOORS)
+    return max(f for f in FLOORS if all(mean_of(by[f]) >= mean_of(by[lowest]) - 1e-9 for by in by_mode.values()))
+
+
+def run_folds(data: Collected, loaded: StoreRun, *, quality: bool = True) -> FoldReport:
+    started = time.perf_counter()
+    per_choice = []
+    for choice in choices():
+        base = _replace(store_setting(choice.mode), floor=None)  # the floor is chosen on its own, below
+        settings = {value: _replace(base, **{choice.field: value}) for value in choice.values}
+        scored = score_settings(data, list(settings.values()))
+        per_choice.append((choice, out_of_fold(data, {v: scored[s] for v, s in settings.items()}, choice.baseline)))
+    modes = {}
+    for mode, (baseline, grid) in grids().items():
+        modes[mode] = (baseline, out_of_fold(data, score_settings(data, grid), baseline))
+    measured = ("keyword", "semantic", "hybrid", *(("quality",) if quality else ()))
+    store = {mode: score_settings(data, [store_setting(mode)])[store_setting(mode)] for mode in measured}
+    agreement = {}
+    for mode in measured:
+        same = 0
+        for asked in data.asked:
+            text, name = asked.question.text, asked.question.conversation
+            hits = loaded.store.search(loaded.query(name, text, K, mode))
+            same += ranked(asked, store_setting(mode), data)[:K] == [hit.record.id for hit in hits]
+        agreement[mode] = same
+    by_mode: dict[str, dict[float, list[float]]] = {}
+    floors = {}
+    for mode in ("semantic", "hybrid"):
+        base = _replace(store_setting(mode), floor=None)
+        scored = score_settings(data, [_replace(base, floor=f) for f in FLOORS])
+        by_mode[mode] = {f: scored[_replace(base, floor=f)] for f in FLOORS}
+    picks = {name: floor_rule(data, by_mode, name) for name in data.names}
+    for mode, by_floor in by_mode.items():
+        tuned = {name: _mean(_in(data, by_floor[picks[name]], name, inside=True)) for name in data.names}
+        unfloored = {name: _mean(_in(data, by_floor[min(FLOORS)], name, inside=True)) for name in data.names}
+        pooled = [by_floor[picks[a.question.conversation]][n] for n, a in enumerate(data.asked)]
+        everywhere = floor_rule(data, by_mode, None)
+        floors[mode] = OutOfFold(
+            dict(picks), tuned, unfloored, _mean(pooled), _mean(by_floor[min(FLOORS)]), everywhere, min(FLOORS)
+        )
+    learned = learn(data, Setting("quality", depth=tuning.FUSION_CANDIDATES)) if quality else None
+    multi_hop: list[tuple[str, tuple[float, ...], OutOfFold, dict[int, tuple[float, float]]]] = []
+    base = store_setting("hybrid")
+    for label, fieldname, values in (
+        ("a second round, its query moved towards the first round's top three", "second_round", (0.0, 0.3, 0.6, 1.0)),
+        ("diversity across sessions (the top ten picked one by one)", "diversity", (0.0, 0.1, 0.25, 0.5)),
+        ("names in common with the question", "names", (0.0, 0.1, 0.2, 0.4)),
+    ):
+        settings = {v: _replace(base, **{fieldname: v}) for v in values}
+        scored = score_settings(data, list(settings.values()))
+        by_value = {v: scored[s] for v, s in settings.items()}
+        held = out_of_fold(data, by_value, 0.0)
+        multi_hop.append((label, values, held, _by_category(data, held, by_value)))
+    return FoldReport(
+        data,
+        per_choice,
+        modes,
+        store,
+        agreement,
+        floors,
+        (picks, floor_rule(data, by_mode, None)),
+        learned,
+        multi_hop,
+        time.perf_counter() - started,
+    )
+
+
+def _by_category(data: Collected, held: OutOfFold, by_value: dict[Any, list[float]]) -> dict[int, tuple[float, float]]:
+    """Category → recall@10 out of fold, and the baseline's."""
+    out: dict[int, tuple[list[float], list[float]]] = {}
+    for n, asked in enumerate(data.asked):
+        tuned, base = out.setdefault(asked.question.category, ([], []))
+        tuned.append(by_value[held.picks[asked.question.conversation]][n])
+        base.append(by_value[held.baseline_value][n])
+    return {category: (_mean(t), _mean(b)) for category, (t, b) in sorted(out.items())}
+
+
+# --- the report ----------------------------------------------------------------------
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None:
+        return "none"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _setting(setting: Setting) -> str:
+    if setting.mode == "keyword":
+        return f"stated day {_value(setting.day)}"
+    parts = [f"centring {_value(setting.centring)}", f"lift {_value(setting.lift)}", f"depth {setting.depth}"]
+    if setting.mode == "hybrid":
+        parts = [f"keyword weight {_value(setting.keyword_weight)}", *parts, f"stated day {_value(setting.day)}"]
+    return ", ".join(parts)
+
+
+def render(report: FoldReport, units: str) -> list[str]:
+    data = report.data
+    names = data.names
+    head = "| " + " | ".join(names) + " |"
+    rule = " ---: |" * len(names)
+
+    def per(values: Sequence[float]) -> str:
+        return " | ".join(f"{_mean(_in(data, values, name, inside=True)):.4f}" for name in names)
+
+    lines = [
+        f"## Out of fold: {units} as records",
+        "",
+        f"{len(data.asked)} questions over {len(names)} conversations; each figure is recall@{K}. For each "
+        "conversation a choice's value is picked on the other four (the best mean recall@10 over their "
+        'questions; a tie goes to the baseline) and measured on it; "out of fold" pools every question '
+        "measured that way. The baselines are untuned: raw BM25 (SQLite FTS5 over the words as written), the "
+        "plain cosine of the same model, and z-score fusion of the two at equal weights without a lift.",
+        "",
+        "At the store's settings, the top ten computed here from the store's own scores is the store's own "
+        "search's for "
+        + ", ".join(f"{mode} {same} of {len(data.asked)}" for mode, same in report.agreement.items())
+        + " questions.",
+        "",
+        "Each mode at the store's settings (chosen on all five conversations, so not out of fold), and the baselines:",
+        "",
+        "| | " + head[2:] + " all |",
+        "| ---" + "|" + rule + " ---: |",
+        f"| raw BM25 (FTS5, words as written) | {per(data.raw_bm25)} | {_mean(data.raw_bm25):.4f} |",
+    ]
+    plain = report.modes["semantic"][0]
+    plain_scores = score_settings(data, [plain])[plain]
+    fusion = report.modes["hybrid"][0]
+    fusion_scores = score_settings(data, [fusion])[fusion]
+    rrf = Setting("hybrid", fusion="rrf", depth=tuning.FUSION_CANDIDATES)
+    rrf_scores = score_settings(data, [rrf])[rrf]
+    rows = [
+        ("keyword search", report.store["keyword"]),
+        ("plain cosine", plain_scores),
+        ("semantic search", report.store["semantic"]),
+        ("untuned fusion (equal weights, no lift)", fusion_scores),
+        ("naive RRF (k = 60)", rrf_scores),
+        ("hybrid search", report.store["hybrid"]),
+    ]
+    if report.learned is not None:
+        rows.append(("quality search, each conversation ranked by weights fitted without it", report.learned.recall))
+    lines += [f"| {label} | {per(values)} | {_mean(values):.4f} |" for label, values in rows]
+    below = [
+        name
+        for name in names
+        if _mean(_in(data, report.store["semantic"], name, inside=True))
+        < _mean(_in(data, plain_scores, name, inside=True)) - 1e-9
+    ]
+    lines += [
+        "",
+        "Semantic search against the plain cosine: "
+        + ("at least as high on every conversation." if not below else f"BELOW it on {', '.join(below)}."),
+        "",
+        "Each mode's choices tuned together (every combination of the values below), out of fold, against "
+        "its untuned baseline:",
+        "",
+        "| mode | untuned baseline | " + " | ".join(names) + " | out of fold | baseline | picked on all five |",
+        "| --- | --- |" + rule + " ---: | ---: | --- |",
+    ]
+    for mode, (baseline, held) in report.modes.items():
+        cells = " | ".join(f"{held.tuned[name]:.4f} ({held.baseline[name]:.4f})" for name in names)
+        lines.append(
+            f"| {mode} | {_setting(baseline)} | {cells} | {held.tuned_all:.4f} | {held.baseline_all:.4f} "
+            f"| {_setting(held.everywhere)} |"
+        )
+    lines += [
+        "",
+        "(Per conversation: the tuned figure, and the baseline's in brackets.)",
+        "",
+        "Each choice alone (the mode's other choices at the store's settings, no relevance floor), out of fold:",
+        "",
+        "| mode | choice | values | baseline | picked without " + " / ".join(names) + " | out of fold | baseline "
+        "| verdict | on all five |",
+        "| --- | --- | --- | --- | --- | ---: | ---: | --- | --- |",
+    ]
+    for choice, held in report.per_choice:
+        picks = " / ".join(_value(held.picks[name]) for name in names)
+        verdict = "beats its baseline" if held.wins else "does not beat its baseline"
+        values = ", ".join(_value(v) for v in choice.values)
+        lines.append(
+            f"| {choice.mode} | {choice.label} | {values} | {_value(choice.baseline)} | {picks} "
+            f"| {held.tuned_all:.4f} | {held.baseline_all:.4f} | {verdict} | {_value(held.everywhere)} |"
+        )
+    floor_picks, floor_everywhere = report.floor_pick
+    lines += [
+        "",
+        "The relevance floor (on the plain cosine), picked by its rule on four conversations — the highest "
+        "floor at which neither a semantic nor a hybrid search's recall@10 falls below no floor's — and "
+        f"measured on the fifth; floors tried: {', '.join(_value(f) for f in FLOORS)} (-1: none):",
+        "",
+        "| search | picked without " + " / ".join(names) + " | out of fold | no floor | picked on all five |",
+        "| --- | --- | ---: | ---: | --- |",
+    ]
+    for mode, held in report.floors.items():
+        lines.append(
+            f"| {mode} | {' / '.join(_value(floor_picks[name]) for name in names)} | {held.tuned_all:.4f} "
+            f"| {held.baseline_all:.4f} | {_value(floor_everywhere)} |"
+        )
+    if report.learned is not None:
+        learned = report.learned
+        lines += [
+            "",
+            "The quality ranker, fitted on four conversations (logistic regression, ridge penalty "
+            f"{L2:g} on standardised features) and measured on the fifth, beside hybrid search at the store's "
+            "settings:",
+            "",
+            "| | " + head[2:] + " all |",
+            "| ---" + "|" + rule + " ---: |",
+            f"| quality, out of fold | {per(learned.recall)} | {_mean(learned.recall):.4f} |",
+            f"| hybrid (the store's) | {per(report.store['hybrid'])} | {_mean(report.store['hybrid']):.4f} |",
+            "",
+            "Its weights (per feature, on the feature's own scale), fitted without each conversation and on all "
+            "five (what `tuning.QUALITY_WEIGHTS` ships"
+            + (": the same)." if learned.weights == tuning.QUALITY_WEIGHTS else ": NOT the same — paste them in).")
+            + "",
+            "",
+            "| feature | " + " | ".join(f"without {name}" for name in names) + " | all five |",
+            "| --- |" + rule + " ---: |",
+        ]
+        for feature in FEATURES:
+            cells = " | ".join(f"{learned.weights_by_fold[name][feature]:.4f}" for name in names)
+            lines.append(f"| {feature} | {cells} | {learned.weights[feature]:.4f} |")
+    lines += [
+        "",
+        "Ideas for questions whose evidence spans several sessions, each on top of hybrid search (0: off, the "
+        "baseline), its strength picked on four conversations and measured on the fifth:",
+        "",
+        "| idea | strengths | picked without " + " / ".join(names) + " | out of fold | hybrid "
+        "| multi-hop out of fold | multi-hop hybrid | verdict |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for label, strengths, held, by_category in report.multi_hop:
+        tuned, base = by_category.get(1, (0.0, 0.0))
+        verdict = "kept" if held.wins else "lost: not in the store"
+        lines.append(
+            f"| {label} | {', '.join(_value(v) for v in strengths)} "
+            f"| {' / '.join(_value(held.picks[name]) for name in names)} | {held.tuned_all:.4f} "
+            f"| {held.baseline_all:.4f} | {tuned:.4f} | {base:.4f} | {verdict} |"
+        )
+    lines += ["", f"(The out-of-fold tables took {report.seconds:.0f} s.)", ""]
+    return lines
