@@ -350,6 +350,11 @@ def _multi_hop(asked: Asked, hits: list[Ranked], setting: Setting, data: Collect
 
 # --- cross-validation ----------------------------------------------------------------
 
+Shapes = dict[str, Collected]
+"""The same conversations and questions with each kind of record (:data:`~bench.locomo.UNITS`)."""
+Scores = dict[str, list[float]]
+"""Recall@10 per question, per kind of record."""
+
 
 def recall_at(asked: Asked, ids: Sequence[str], data: Collected) -> float:
     held = data.conversations[asked.question.conversation]
@@ -363,19 +368,18 @@ def _mean(values: Sequence[float]) -> float:
     return statistics.fmean(values) if values else 0.0
 
 
-@dataclass
-class Scored:
-    """Recall@10 per question of each value of a choice."""
+def _in(data: Collected, values: Sequence[float], name: str, *, inside: bool) -> list[float]:
+    return [v for asked, v in zip(data.asked, values, strict=True) if (asked.question.conversation == name) == inside]
 
-    by_value: dict[Any, list[float]]
-    baseline: Any
 
-    def held_out(self, data: Collected) -> OutOfFold:
-        return out_of_fold(data, self.by_value, self.baseline)
+def _per(data: Collected, values: Sequence[float]) -> dict[str, float]:
+    return {name: _mean(_in(data, values, name, inside=True)) for name in data.names}
 
 
 @dataclass
 class OutOfFold:
+    """One choice (or one mode's choices together) out of fold, on one kind of record."""
+
     picks: dict[str, Any]
     """Conversation → the value picked on the other four."""
     tuned: dict[str, float]
@@ -393,38 +397,57 @@ class OutOfFold:
         return self.tuned_all > self.baseline_all + 1e-9
 
 
-def _in(data: Collected, values: Sequence[float], name: str, *, inside: bool) -> list[float]:
-    return [v for asked, v in zip(data.asked, values, strict=True) if (asked.question.conversation == name) == inside]
+def training_score(shapes: Shapes, scores: Scores, leave_out: str | None) -> float:
+    """A value's mean recall@10 over every conversation but ``leave_out``, each kind of
+    record weighing the same."""
+    return _mean(
+        [
+            _mean(values if leave_out is None else _in(shapes[units], values, leave_out, inside=False))
+            for units, values in scores.items()
+        ]
+    )
 
 
-def pick(data: Collected, by_value: dict[Any, list[float]], baseline: Any, leave_out: str | None) -> Any:
-    """The value with the best mean recall@10 over every conversation but ``leave_out``
-    (ties go to the baseline, then to the earlier value)."""
+def pick(shapes: Shapes, by_value: dict[Any, Scores], baseline: Any, leave_out: str | None) -> Any:
+    """The value with the best :func:`training_score` (ties go to the baseline, then to
+    the earlier value)."""
     best, best_score = baseline, -math.inf
     for value in [baseline, *(v for v in by_value if v != baseline)]:
-        values = by_value[value] if leave_out is None else _in(data, by_value[value], leave_out, inside=False)
-        score = _mean(values)
+        score = training_score(shapes, by_value[value], leave_out)
         if score > best_score + 1e-12:
             best, best_score = value, score
     return best
 
 
-def out_of_fold(data: Collected, by_value: dict[Any, list[float]], baseline: Any) -> OutOfFold:
-    picks, tuned, base, pooled, pooled_base = {}, {}, {}, [], []
-    for name in data.names:
-        chosen = pick(data, by_value, baseline, name)
-        picks[name] = chosen
-        mine = _in(data, by_value[chosen], name, inside=True)
-        theirs = _in(data, by_value[baseline], name, inside=True)
-        tuned[name], base[name] = _mean(mine), _mean(theirs)
-        pooled += mine
-        pooled_base += theirs
-    everywhere = pick(data, by_value, baseline, None)
-    return OutOfFold(picks, tuned, base, _mean(pooled), _mean(pooled_base), everywhere, baseline)
+def held_out(shapes: Shapes, by_value: dict[Any, Scores], picks: dict[str, Any], baseline: Any) -> dict[str, OutOfFold]:
+    """Each kind of record's figures when each conversation is ranked by its pick."""
+    everywhere = pick(shapes, by_value, baseline, None) if baseline in by_value else None
+    out = {}
+    for units, data in shapes.items():
+        pooled = [by_value[picks[a.question.conversation]][units][n] for n, a in enumerate(data.asked)]
+        out[units] = OutOfFold(
+            dict(picks),
+            _per(data, pooled),
+            _per(data, by_value[baseline][units]),
+            _mean(pooled),
+            _mean(by_value[baseline][units]),
+            everywhere,
+            baseline,
+        )
+    return out
 
 
-def score_settings(data: Collected, settings: Sequence[Setting]) -> dict[Setting, list[float]]:
-    return {s: [recall_at(a, ranked(a, s, data), data) for a in data.asked] for s in settings}
+def out_of_fold(shapes: Shapes, by_value: dict[Any, Scores], baseline: Any) -> dict[str, OutOfFold]:
+    names = next(iter(shapes.values())).names
+    picks = {name: pick(shapes, by_value, baseline, name) for name in names}
+    return held_out(shapes, by_value, picks, baseline)
+
+
+def score_settings(shapes: Shapes, settings: Sequence[Setting]) -> dict[Setting, Scores]:
+    return {
+        s: {units: [recall_at(a, ranked(a, s, data), data) for a in data.asked] for units, data in shapes.items()}
+        for s in settings
+    }
 
 
 # --- the learned ranker -----------------------------------------------------------------
@@ -433,12 +456,12 @@ L2 = 1.0
 """The fit's ridge penalty (on standardised features)."""
 
 
-def _labelled(asked: Asked, data: Collected, depth: int) -> tuple[list[str], Any, Any]:
+def _labelled(asked: Asked, data: Collected, depth: int) -> tuple[Any, Any]:
     np = numpy()
     held = data.conversations[asked.question.conversation]
     ids, rows = features(asked.keyword[:depth], asked.semantic[True, depth], asked.terms)
     labels = [1.0 if held.cites[key] & asked.question.evidence else 0.0 for key in ids]
-    return ids, np.asarray(rows, dtype=np.float64).reshape(len(ids), len(FEATURES)), np.asarray(labels)
+    return np.asarray(rows, dtype=np.float64).reshape(len(ids), len(FEATURES)), np.asarray(labels)
 
 
 def fit(tables: Sequence[tuple[Any, Any]]) -> dict[str, float]:
@@ -467,22 +490,35 @@ def fit(tables: Sequence[tuple[Any, Any]]) -> dict[str, float]:
 @dataclass
 class Learned:
     weights_by_fold: dict[str, dict[str, float]]
+    """Conversation → the weights fitted without it (on every kind of record)."""
     weights: dict[str, float]
     """Fitted on all five conversations (what the package ships)."""
-    recall: list[float]
+    recall: Scores
     """Recall@10 per question, each ranked by the weights fitted without its conversation."""
 
 
-def learn(data: Collected, setting: Setting) -> Learned:
-    tables = [_labelled(asked, data, setting.depth) for asked in data.asked]
-    by_fold, recall = {}, [0.0] * len(data.asked)
-    for name in data.names:
-        weights = fit([t[1:] for t, a in zip(tables, data.asked, strict=True) if a.question.conversation != name])
-        by_fold[name] = weights
-        for n, asked in enumerate(data.asked):
-            if asked.question.conversation == name:
-                recall[n] = recall_at(asked, ranked(asked, setting, data, weights), data)
-    return Learned(by_fold, fit([t[1:] for t in tables]), recall)
+def learn(shapes: Shapes, depth: int) -> Learned:
+    """The quality ranker fitted on four conversations — every kind of record of them —
+    and measured on the fifth, all five ways; and fitted on all five."""
+    tables = {units: [_labelled(a, data, depth) for a in data.asked] for units, data in shapes.items()}
+    names = next(iter(shapes.values())).names
+    setting = Setting("quality", depth=depth)
+    by_fold: dict[str, dict[str, float]] = {}
+    recall: Scores = {units: [0.0] * len(data.asked) for units, data in shapes.items()}
+    for name in names:
+        rows = [
+            table
+            for units, data in shapes.items()
+            for table, asked in zip(tables[units], data.asked, strict=True)
+            if asked.question.conversation != name
+        ]
+        weights = by_fold[name] = fit(rows)
+        for units, data in shapes.items():
+            for n, asked in enumerate(data.asked):
+                if asked.question.conversation == name:
+                    recall[units][n] = recall_at(asked, ranked(asked, setting, data, weights), data)
+    every = [table for units in tables for table in tables[units]]
+    return Learned(by_fold, fit(every), recall)
 
 
 # --- the run -------------------------------------------------------------------------
@@ -531,39 +567,28 @@ def grids() -> dict[str, tuple[Setting, list[Setting]]]:
             Setting("hybrid", day=False, centring=False, keyword_weight=0.5, lift=0.0, depth=100),
             [
                 Setting("hybrid", day=d, centring=c, keyword_weight=w, lift=lift, depth=depth)
-                for d, c, w, lift, depth in itertools.product(both, both, weights, lifts, (50, 100))
+                for d, c, w, lift, depth in itertools.product(both, both, weights, lifts, (30, 50, 100))
             ],
         ),
     }
 
 
 @dataclass
-class Against:
-    """A ranking measured out of fold beside another in the same run, per conversation."""
-
-    label: str
-    figures: dict[str, float]
-    other_label: str
-    other: dict[str, float]
-    pooled: float
-    other_pooled: float
-
-
-@dataclass
 class FoldReport:
-    data: Collected
-    per_choice: list[tuple[Choice, OutOfFold]]
-    modes: dict[str, tuple[Setting, OutOfFold]]
+    shapes: Shapes
+    per_choice: list[tuple[Choice, dict[str, OutOfFold]]]
+    modes: dict[str, tuple[Setting, dict[str, OutOfFold]]]
     """Mode → its untuned baseline and its choices tuned together out of fold."""
-    store: dict[str, list[float]]
+    store: dict[str, Scores]
     """Mode → recall@10 per question at the store's own settings."""
-    agreement: dict[str, int]
-    """Mode → questions whose top ten here is the store's own search's."""
-    floors: dict[str, OutOfFold]
-    floor_pick: tuple[dict[str, float], float]
-    """The floor the rule picks without each conversation, and on all five."""
+    baselines: dict[str, Scores]
+    """The untuned baselines' recall@10 per question (beside raw BM25)."""
+    agreement: dict[str, dict[str, int]]
+    """Kind of record → mode → questions whose top ten here is the store's own search's."""
+    floors: dict[str, dict[str, OutOfFold]]
+    """Search (semantic, hybrid) → kind of record → the floor picked out of fold."""
     learned: Learned | None
-    multi_hop: list[tuple[str, tuple[float, ...], OutOfFold, dict[int, tuple[float, float]]]]
+    multi_hop: list[tuple[str, tuple[float, ...], dict[str, OutOfFold], dict[str, dict[int, tuple[float, float]]]]]
     seconds: float
 
 
@@ -571,56 +596,68 @@ def _replace(setting: Setting, **changes: Any) -> Setting:
     return Setting(**{**setting.__dict__, **changes})
 
 
-def floor_rule(data: Collected, by_mode: dict[str, dict[float, list[float]]], leave_out: str | None) -> float:
+def floor_rule(shapes: Shapes, by_mode: dict[str, dict[Any, Scores]], leave_out: str | None) -> float:
     """The relevance floor's rule: the highest floor at which neither a semantic nor a
-    hybrid search's recall@10 falls below the lowest floor's (no floor, in effect), over
-    every conversation but ``leave_out``."""
+    hybrid search's recall@10 — on any kind of record — falls below the lowest floor's
+    (no floor, in effect), over every conversation but ``leave_out``."""
 
-    def mean_of(values: list[float]) -> float:
-        return _mean(values if leave_out is None else _in(data, values, leave_out, inside=False))
+    def mean_of(scores: Scores, units: str) -> float:
+        values = scores[units]
+        return _mean(values if leave_out is None else _in(shapes[units], values, leave_out, inside=False))
 
     lowest = min(FLOORS)
-    return max(f for f in FLOORS if all(mean_of(by[f]) >= mean_of(by[lowest]) - 1e-9 for by in by_mode.values()))
+    return max(
+        f
+        for f in FLOORS
+        if all(
+            mean_of(by[f], units) >= mean_of(by[lowest], units) - 1e-9 for by in by_mode.values() for units in shapes
+        )
+    )
 
 
-def run_folds(data: Collected, loaded: StoreRun, *, quality: bool = True) -> FoldReport:
+def run_folds(shapes: Shapes, stores: dict[str, StoreRun], *, quality: bool = True) -> FoldReport:
+    """Every table of the out-of-fold report, over ``shapes`` (the store runs they came
+    from, for the agreement check)."""
     started = time.perf_counter()
+    names = next(iter(shapes.values())).names
     per_choice = []
     for choice in choices():
         base = _replace(store_setting(choice.mode), floor=None)  # the floor is chosen on its own, below
         settings = {value: _replace(base, **{choice.field: value}) for value in choice.values}
-        scored = score_settings(data, list(settings.values()))
-        per_choice.append((choice, out_of_fold(data, {v: scored[s] for v, s in settings.items()}, choice.baseline)))
+        scored = score_settings(shapes, list(settings.values()))
+        per_choice.append((choice, out_of_fold(shapes, {v: scored[s] for v, s in settings.items()}, choice.baseline)))
     modes = {}
     for mode, (baseline, grid) in grids().items():
-        modes[mode] = (baseline, out_of_fold(data, score_settings(data, grid), baseline))
+        modes[mode] = (baseline, out_of_fold(shapes, score_settings(shapes, grid), baseline))
     measured = ("keyword", "semantic", "hybrid", *(("quality",) if quality else ()))
-    store = {mode: score_settings(data, [store_setting(mode)])[store_setting(mode)] for mode in measured}
-    agreement = {}
-    for mode in measured:
-        same = 0
-        for asked in data.asked:
-            text, name = asked.question.text, asked.question.conversation
-            hits = loaded.store.search(loaded.query(name, text, K, mode))
-            same += ranked(asked, store_setting(mode), data)[:K] == [hit.record.id for hit in hits]
-        agreement[mode] = same
-    by_mode: dict[str, dict[float, list[float]]] = {}
-    floors = {}
+    store = {mode: score_settings(shapes, [store_setting(mode)])[store_setting(mode)] for mode in measured}
+    rrf = Setting("hybrid", fusion="rrf", depth=tuning.FUSION_CANDIDATES)
+    plain, fusion = grids()["semantic"][0], grids()["hybrid"][0]
+    scored = score_settings(shapes, [plain, fusion, rrf])
+    baselines = {"plain cosine": scored[plain], "untuned fusion": scored[fusion], "naive RRF": scored[rrf]}
+    agreement: dict[str, dict[str, int]] = {}
+    for units, data in shapes.items():
+        loaded = stores[units]
+        agreement[units] = {}
+        for mode in measured:
+            same = 0
+            for asked in data.asked:
+                text, name = asked.question.text, asked.question.conversation
+                hits = loaded.store.search(loaded.query(name, text, K, mode))
+                same += ranked(asked, store_setting(mode), data)[:K] == [hit.record.id for hit in hits]
+            agreement[units][mode] = same
+    by_mode: dict[str, dict[Any, Scores]] = {}
     for mode in ("semantic", "hybrid"):
         base = _replace(store_setting(mode), floor=None)
-        scored = score_settings(data, [_replace(base, floor=f) for f in FLOORS])
+        scored = score_settings(shapes, [_replace(base, floor=f) for f in FLOORS])
         by_mode[mode] = {f: scored[_replace(base, floor=f)] for f in FLOORS}
-    picks = {name: floor_rule(data, by_mode, name) for name in data.names}
-    for mode, by_floor in by_mode.items():
-        tuned = {name: _mean(_in(data, by_floor[picks[name]], name, inside=True)) for name in data.names}
-        unfloored = {name: _mean(_in(data, by_floor[min(FLOORS)], name, inside=True)) for name in data.names}
-        pooled = [by_floor[picks[a.question.conversation]][n] for n, a in enumerate(data.asked)]
-        everywhere = floor_rule(data, by_mode, None)
-        floors[mode] = OutOfFold(
-            dict(picks), tuned, unfloored, _mean(pooled), _mean(by_floor[min(FLOORS)]), everywhere, min(FLOORS)
-        )
-    learned = learn(data, Setting("quality", depth=tuning.FUSION_CANDIDATES)) if quality else None
-    multi_hop: list[tuple[str, tuple[float, ...], OutOfFold, dict[int, tuple[float, float]]]] = []
+    picks = {name: floor_rule(shapes, by_mode, name) for name in names}
+    floors = {mode: held_out(shapes, by_floor, picks, min(FLOORS)) for mode, by_floor in by_mode.items()}
+    for mode in floors:
+        for result in floors[mode].values():
+            result.everywhere = floor_rule(shapes, by_mode, None)
+    learned = learn(shapes, tuning.FUSION_CANDIDATES) if quality else None
+    multi_hop: list[tuple[str, tuple[float, ...], dict[str, OutOfFold], dict[str, dict[int, tuple[float, float]]]]] = []
     base = store_setting("hybrid")
     for label, fieldname, values in (
         ("a second round, its query moved towards the first round's top three", "second_round", (0.0, 0.3, 0.6, 1.0)),
@@ -628,31 +665,34 @@ def run_folds(data: Collected, loaded: StoreRun, *, quality: bool = True) -> Fol
         ("names in common with the question", "names", (0.0, 0.1, 0.2, 0.4)),
     ):
         settings = {v: _replace(base, **{fieldname: v}) for v in values}
-        scored = score_settings(data, list(settings.values()))
+        scored = score_settings(shapes, list(settings.values()))
         by_value = {v: scored[s] for v, s in settings.items()}
-        held = out_of_fold(data, by_value, 0.0)
-        multi_hop.append((label, values, held, _by_category(data, held, by_value)))
+        tried = out_of_fold(shapes, by_value, 0.0)
+        categories = {units: _by_category(shapes[units], tried[units], by_value, units) for units in shapes}
+        multi_hop.append((label, values, tried, categories))
     return FoldReport(
-        data,
+        shapes,
         per_choice,
         modes,
         store,
+        baselines,
         agreement,
         floors,
-        (picks, floor_rule(data, by_mode, None)),
         learned,
         multi_hop,
         time.perf_counter() - started,
     )
 
 
-def _by_category(data: Collected, held: OutOfFold, by_value: dict[Any, list[float]]) -> dict[int, tuple[float, float]]:
+def _by_category(
+    data: Collected, held: OutOfFold, by_value: dict[Any, Scores], units: str
+) -> dict[int, tuple[float, float]]:
     """Category → recall@10 out of fold, and the baseline's."""
     out: dict[int, tuple[list[float], list[float]]] = {}
     for n, asked in enumerate(data.asked):
         tuned, base = out.setdefault(asked.question.category, ([], []))
-        tuned.append(by_value[held.picks[asked.question.conversation]][n])
-        base.append(by_value[held.baseline_value][n])
+        tuned.append(by_value[held.picks[asked.question.conversation]][units][n])
+        base.append(by_value[held.baseline_value][units][n])
     return {category: (_mean(t), _mean(b)) for category, (t, b) in sorted(out.items())}
 
 
@@ -676,125 +716,146 @@ def _setting(setting: Setting) -> str:
     return ", ".join(parts)
 
 
-def render(report: FoldReport, units: str) -> list[str]:
-    data = report.data
-    names = data.names
-    head = "| " + " | ".join(names) + " |"
+def _both(results: dict[str, OutOfFold]) -> str:
+    return " | ".join(f"{r.tuned_all:.4f} ({r.baseline_all:.4f})" for r in results.values())
+
+
+def render(report: FoldReport) -> list[str]:
+    shapes = report.shapes
+    names = next(iter(shapes.values())).names
+    kinds = list(shapes)
     rule = " ---: |" * len(names)
-
-    def per(values: Sequence[float]) -> str:
-        return " | ".join(f"{_mean(_in(data, values, name, inside=True)):.4f}" for name in names)
-
+    by_kind = " | ".join(f"{units}: out of fold (baseline)" for units in kinds)
     lines = [
-        f"## Out of fold: {units} as records",
+        "## Out of fold",
         "",
-        f"{len(data.asked)} questions over {len(names)} conversations; each figure is recall@{K}. For each "
-        "conversation a choice's value is picked on the other four (the best mean recall@10 over their "
-        'questions; a tie goes to the baseline) and measured on it; "out of fold" pools every question '
-        "measured that way. The baselines are untuned: raw BM25 (SQLite FTS5 over the words as written), the "
-        "plain cosine of the same model, and z-score fusion of the two at equal weights without a lift.",
+        f"The same {len(names)} conversations and {len(next(iter(shapes.values())).asked)} questions, with two "
+        "kinds of record: "
+        + " and ".join(
+            f"{units} ({sum(len(c.ids) for c in data.conversations.values())} records)"
+            for units, data in shapes.items()
+        )
+        + ". Each figure is recall@10. For each conversation a choice's value is picked on the other four — the "
+        "best mean recall@10 over their questions, each kind of record weighing the same; a tie goes to the "
+        'baseline — and measured on it; "out of fold" pools every question measured that way. The baselines '
+        "are untuned: raw BM25 (SQLite FTS5 over the words as written), the plain cosine of the same model, and "
+        "z-score fusion of the two at equal weights without a lift. A choice is kept when it beats its baseline "
+        "out of fold on both kinds of record.",
         "",
-        "At the store's settings, the top ten computed here from the store's own scores is the store's own "
-        "search's for "
-        + ", ".join(f"{mode} {same} of {len(data.asked)}" for mode, same in report.agreement.items())
+        "At the store's settings, the top ten computed here from the store's own scores is the store's own search's "
+        "for "
+        + "; ".join(
+            f"{units}: " + ", ".join(f"{mode} {same} of {len(shapes[units].asked)}" for mode, same in agreed.items())
+            for units, agreed in report.agreement.items()
+        )
         + " questions.",
         "",
-        "Each mode at the store's settings (chosen on all five conversations, so not out of fold), and the baselines:",
-        "",
-        "| | " + head[2:] + " all |",
-        "| ---" + "|" + rule + " ---: |",
-        f"| raw BM25 (FTS5, words as written) | {per(data.raw_bm25)} | {_mean(data.raw_bm25):.4f} |",
     ]
-    plain = report.modes["semantic"][0]
-    plain_scores = score_settings(data, [plain])[plain]
-    fusion = report.modes["hybrid"][0]
-    fusion_scores = score_settings(data, [fusion])[fusion]
-    rrf = Setting("hybrid", fusion="rrf", depth=tuning.FUSION_CANDIDATES)
-    rrf_scores = score_settings(data, [rrf])[rrf]
-    rows = [
-        ("keyword search", report.store["keyword"]),
-        ("plain cosine", plain_scores),
-        ("semantic search", report.store["semantic"]),
-        ("untuned fusion (equal weights, no lift)", fusion_scores),
-        ("naive RRF (k = 60)", rrf_scores),
-        ("hybrid search", report.store["hybrid"]),
-    ]
-    if report.learned is not None:
-        rows.append(("quality search, each conversation ranked by weights fitted without it", report.learned.recall))
-    lines += [f"| {label} | {per(values)} | {_mean(values):.4f} |" for label, values in rows]
-    below = [
-        name
-        for name in names
-        if _mean(_in(data, report.store["semantic"], name, inside=True))
-        < _mean(_in(data, plain_scores, name, inside=True)) - 1e-9
-    ]
-    lines += [
-        "",
-        "Semantic search against the plain cosine: "
-        + ("at least as high on every conversation." if not below else f"BELOW it on {', '.join(below)}."),
-        "",
-        "Each mode's choices tuned together (every combination of the values below), out of fold, against "
-        "its untuned baseline:",
-        "",
-        "| mode | untuned baseline | " + " | ".join(names) + " | out of fold | baseline | picked on all five |",
-        "| --- | --- |" + rule + " ---: | ---: | --- |",
-    ]
-    for mode, (baseline, held) in report.modes.items():
-        cells = " | ".join(f"{held.tuned[name]:.4f} ({held.baseline[name]:.4f})" for name in names)
-        lines.append(
-            f"| {mode} | {_setting(baseline)} | {cells} | {held.tuned_all:.4f} | {held.baseline_all:.4f} "
-            f"| {_setting(held.everywhere)} |"
+    for units, data in shapes.items():
+
+        def per(values: Sequence[float], data: Collected = data) -> str:
+            return " | ".join(f"{v:.4f}" for v in _per(data, values).values())
+
+        rows = [
+            ("raw BM25 (FTS5, words as written)", data.raw_bm25),
+            ("keyword search", report.store["keyword"][units]),
+            ("plain cosine", report.baselines["plain cosine"][units]),
+            ("semantic search", report.store["semantic"][units]),
+            ("untuned fusion (equal weights, no lift)", report.baselines["untuned fusion"][units]),
+            ("naive RRF (k = 60)", report.baselines["naive RRF"][units]),
+            ("hybrid search", report.store["hybrid"][units]),
+        ]
+        if report.learned is not None:
+            rows.append(("quality search, fitted without the conversation", report.learned.recall[units]))
+        semantic, plain = (
+            _per(data, report.store["semantic"][units]),
+            _per(data, report.baselines["plain cosine"][units]),
         )
+        below = [name for name in names if semantic[name] < plain[name] - 1e-9]
+        lines += [
+            f"{units.capitalize()} as records, each mode at the store's settings (chosen on all five conversations), "
+            "and the baselines:",
+            "",
+            "| | " + " | ".join(names) + " | all |",
+            "| --- |" + rule + " ---: |",
+            *(f"| {label} | {per(values)} | {_mean(values):.4f} |" for label, values in rows),
+            "",
+            "Semantic search against the plain cosine: "
+            + ("at least as high on every conversation." if not below else f"BELOW it on {', '.join(below)}."),
+            "",
+        ]
     lines += [
+        "Each mode's choices tuned together (every combination of the values below), out of fold, against its "
+        "untuned baseline:",
         "",
-        "(Per conversation: the tuned figure, and the baseline's in brackets.)",
+        f"| mode | untuned baseline | {by_kind} | picked on all five |",
+        "| --- | --- |" + " ---: |" * len(kinds) + " --- |",
+    ]
+    for mode, (baseline, results) in report.modes.items():
+        everywhere = next(iter(results.values())).everywhere
+        lines.append(f"| {mode} | {_setting(baseline)} | {_both(results)} | {_setting(everywhere)} |")
+    lines += [
         "",
         "Each choice alone (the mode's other choices at the store's settings, no relevance floor), out of fold:",
         "",
-        "| mode | choice | values | baseline | picked without " + " / ".join(names) + " | out of fold | baseline "
-        "| verdict | on all five |",
-        "| --- | --- | --- | --- | --- | ---: | ---: | --- | --- |",
+        f"| mode | choice | values | baseline | picked without {' / '.join(names)} | {by_kind} | verdict "
+        "| on all five |",
+        "| --- | --- | --- | --- | --- |" + " ---: |" * len(kinds) + " --- | --- |",
     ]
-    for choice, held in report.per_choice:
-        picks = " / ".join(_value(held.picks[name]) for name in names)
-        verdict = "beats its baseline" if held.wins else "does not beat its baseline"
+    for choice, results in report.per_choice:
+        first = next(iter(results.values()))
+        picks = " / ".join(_value(first.picks[name]) for name in names)
+        kept = all(r.wins for r in results.values())
+        verdict = (
+            "kept"
+            if kept
+            else ("no gain: the baseline stays" if not any(r.wins for r in results.values()) else "goes: not on both")
+        )
         values = ", ".join(_value(v) for v in choice.values)
         lines.append(
-            f"| {choice.mode} | {choice.label} | {values} | {_value(choice.baseline)} | {picks} "
-            f"| {held.tuned_all:.4f} | {held.baseline_all:.4f} | {verdict} | {_value(held.everywhere)} |"
+            f"| {choice.mode} | {choice.label} | {values} | {_value(choice.baseline)} | {picks} | {_both(results)} "
+            f"| {verdict} | {_value(first.everywhere)} |"
         )
-    floor_picks, floor_everywhere = report.floor_pick
+    first_floor = next(iter(report.floors["hybrid"].values()))
     lines += [
         "",
-        "The relevance floor (on the plain cosine), picked by its rule on four conversations — the highest "
-        "floor at which neither a semantic nor a hybrid search's recall@10 falls below no floor's — and "
-        f"measured on the fifth; floors tried: {', '.join(_value(f) for f in FLOORS)} (-1: none):",
+        "The relevance floor (on the plain cosine), picked on four conversations by its rule — the highest floor at "
+        "which neither a semantic nor a hybrid search's recall@10, on either kind of record, falls below no "
+        f"floor's — and measured on the fifth; floors tried: {', '.join(_value(f) for f in FLOORS)} (-1: none):",
         "",
-        "| search | picked without " + " / ".join(names) + " | out of fold | no floor | picked on all five |",
-        "| --- | --- | ---: | ---: | --- |",
+        f"| search | picked without {' / '.join(names)} | "
+        + " | ".join(f"{units}: out of fold (no floor)" for units in kinds)
+        + " | picked on all five |",
+        "| --- | --- |" + " ---: |" * len(kinds) + " --- |",
     ]
-    for mode, held in report.floors.items():
+    for mode, results in report.floors.items():
         lines.append(
-            f"| {mode} | {' / '.join(_value(floor_picks[name]) for name in names)} | {held.tuned_all:.4f} "
-            f"| {held.baseline_all:.4f} | {_value(floor_everywhere)} |"
+            f"| {mode} | {' / '.join(_value(first_floor.picks[name]) for name in names)} | {_both(results)} "
+            f"| {_value(first_floor.everywhere)} |"
         )
     if report.learned is not None:
         learned = report.learned
         lines += [
             "",
-            "The quality ranker, fitted on four conversations (logistic regression, ridge penalty "
-            f"{L2:g} on standardised features) and measured on the fifth, beside hybrid search at the store's "
-            "settings:",
+            "The quality ranker, fitted on four conversations — both kinds of record — (logistic regression, ridge "
+            f"penalty {L2:g} on standardised features) and measured on the fifth, beside hybrid search at the "
+            "store's settings:",
             "",
-            "| | " + head[2:] + " all |",
-            "| ---" + "|" + rule + " ---: |",
-            f"| quality, out of fold | {per(learned.recall)} | {_mean(learned.recall):.4f} |",
-            f"| hybrid (the store's) | {per(report.store['hybrid'])} | {_mean(report.store['hybrid']):.4f} |",
+            "| | " + " | ".join(names) + " | all |",
+            "| --- |" + rule + " ---: |",
+        ]
+        for units, data in shapes.items():
+            for label, figures in (
+                ("quality, out of fold", learned.recall[units]),
+                ("hybrid", report.store["hybrid"][units]),
+            ):
+                cells = " | ".join(f"{v:.4f}" for v in _per(data, figures).values())
+                lines.append(f"| {units}: {label} | {cells} | {_mean(figures):.4f} |")
+        same = learned.weights == tuning.QUALITY_WEIGHTS
+        lines += [
             "",
-            "Its weights (per feature, on the feature's own scale), fitted without each conversation and on all "
-            "five (what `tuning.QUALITY_WEIGHTS` ships"
-            + (": the same)." if learned.weights == tuning.QUALITY_WEIGHTS else ": NOT the same — paste them in).")
-            + "",
+            "Its weights (per feature, on the feature's own scale), fitted without each conversation and on all five "
+            "(what `tuning.QUALITY_WEIGHTS` ships" + (": the same)." if same else ": NOT the same — paste them in)."),
             "",
             "| feature | " + " | ".join(f"without {name}" for name in names) + " | all five |",
             "| --- |" + rule + " ---: |",
@@ -804,20 +865,22 @@ def render(report: FoldReport, units: str) -> list[str]:
             lines.append(f"| {feature} | {cells} | {learned.weights[feature]:.4f} |")
     lines += [
         "",
-        "Ideas for questions whose evidence spans several sessions, each on top of hybrid search (0: off, the "
-        "baseline), its strength picked on four conversations and measured on the fifth:",
+        "Ideas for questions whose evidence spans several sessions (multi-hop), each on top of hybrid search (0: off, "
+        "the baseline), its strength picked on four conversations and measured on the fifth; kept only if it wins "
+        "out of fold on both kinds of record:",
         "",
-        "| idea | strengths | picked without " + " / ".join(names) + " | out of fold | hybrid "
-        "| multi-hop out of fold | multi-hop hybrid | verdict |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |",
+        f"| idea | strengths | picked without {' / '.join(names)} | {by_kind} | "
+        + " | ".join(f"{units}, multi-hop: out of fold (baseline)" for units in kinds)
+        + " | verdict |",
+        "| --- | --- | --- |" + " ---: |" * (2 * len(kinds)) + " --- |",
     ]
-    for label, strengths, held, by_category in report.multi_hop:
-        tuned, base = by_category.get(1, (0.0, 0.0))
-        verdict = "kept" if held.wins else "lost: not in the store"
-        lines.append(
-            f"| {label} | {', '.join(_value(v) for v in strengths)} "
-            f"| {' / '.join(_value(held.picks[name]) for name in names)} | {held.tuned_all:.4f} "
-            f"| {held.baseline_all:.4f} | {tuned:.4f} | {base:.4f} | {verdict} |"
+    for label, strengths, results, categories in report.multi_hop:
+        first = next(iter(results.values()))
+        multi = " | ".join(
+            f"{categories[u].get(1, (0.0, 0.0))[0]:.4f} ({categories[u].get(1, (0.0, 0.0))[1]:.4f})" for u in kinds
         )
+        verdict = "kept" if all(r.wins for r in results.values()) else "lost: not in the store"
+        picked, tried_values = " / ".join(_value(first.picks[n]) for n in names), ", ".join(map(_value, strengths))
+        lines.append(f"| {label} | {tried_values} | {picked} | {_both(results)} | {multi} | {verdict} |")
     lines += ["", f"(The out-of-fold tables took {report.seconds:.0f} s.)", ""]
     return lines

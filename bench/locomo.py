@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.embedded import CachedEmbedder
-from bench.folds import FoldReport, collect, render, run_folds
+from bench.folds import Collected, FoldReport, collect, render, run_folds
 from bench.measure import command, percentile, scratch, sqlite_url, write_report
 from memory_admin import tuning
 from memory_admin.embed import Embedder, open_embedder
@@ -468,8 +468,13 @@ def run(
     weights: Sequence[float] = (),
     context_weights: Sequence[float] = (),
     floors: Sequence[float] = (),
-    folds: bool = False,
+    other: Dataset | None = None,
+    units: str = "observations",
 ) -> Results:
+    """One run of the benchmark; with ``other`` (the same conversations with the other
+    kind of record), also every tuned choice out of fold (:mod:`bench.folds`)."""
+    folds = other is not None
+    other_units = next(u for u in UNITS if u != units)
     store_tally, base_tally, newest_tally, block_tally = Tally(), Tally(), Tally(), BlockTally()
     fold_report: FoldReport | None = None
     block_unfloored = BlockTally() if mode != "keyword" else None
@@ -569,10 +574,12 @@ def run(
                         shares.append(len(question.evidence & covered) / len(question.evidence))
                 if quiet_timings is not None and quiet is not None and not index % 2:
                     quiet_timings.measure(loaded, quiet, question)
-            if folds and embedder is not None:
+            if folds and embedder is not None and other is not None:
                 with open_store("memory://", persist_events=False) as plain:
-                    collected = collect(loaded, plain, dataset, embedder, base_tally.recall[SEARCH_LIMIT])
-                fold_report = run_folds(collected, loaded)
+                    shapes = {units: collect(loaded, plain, dataset, embedder, base_tally.recall[SEARCH_LIMIT])}
+                with other_shape(other, embedder, tenant) as (other_run, collected):
+                    shapes[other_units] = collected
+                    fold_report = run_folds(shapes, {units: loaded, other_units: other_run})
         finally:
             baseline.close()
             baseline_newest.close()
@@ -597,7 +604,27 @@ def run(
             floors=floor_curve,
             folds=fold_report,
             cached=getattr(embedder, "hits", 0) > 0,
+            units=units,
         )
+
+
+@contextmanager
+def other_shape(dataset: Dataset, embedder: Embedder, tenant: str) -> Iterator[tuple[StoreRun, Collected]]:
+    """The same conversations with the other kind of record, in a store of their own, and
+    what its searches compute (:func:`bench.folds.collect`)."""
+    with (
+        scratch("locomo-other-") as folder,
+        open_store(sqlite_url(folder), persist_events=False, embedder=embedder) as store,
+        open_store("memory://", persist_events=False) as plain,
+    ):
+        loaded = StoreRun(store, dataset, tenant, "hybrid")
+        baseline, raw = Fts5Baseline(dataset, folder), Tally()
+        try:
+            for question in dataset.questions:
+                raw.add(question, *baseline.search(question.conversation, question.text))
+        finally:
+            baseline.close()
+        yield loaded, collect(loaded, plain, dataset, embedder, raw.recall[SEARCH_LIMIT])
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -715,7 +742,7 @@ def report(results: Results, command_line: str) -> str:
         ]
     lines += _floor_report(results)
     if results.folds is not None:
-        lines += render(results.folds, results.units)
+        lines += render(results.folds)
     problems = verdict_problems(results)
     lines.append("Verdict: " + ("pass." if not problems else "FAIL: " + "; ".join(problems) + "."))
     return "\n".join(lines) + "\n"
@@ -839,6 +866,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder = CachedEmbedder(open_embedder(options.embedder)) if options.mode != "keyword" else None
     weights = [float(w) for w in options.weights.split(",") if w.strip()]
     context_weights = [float(w) for w in options.context_weights.split(",") if w.strip()]
+    other = load_dataset(options.dataset, next(u for u in UNITS if u != options.units)) if options.folds else None
     results = run(
         dataset,
         options.store,
@@ -848,9 +876,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         weights=weights,
         context_weights=context_weights,
         floors=[float(f) for f in options.floors.split(",") if f.strip()],
-        folds=options.folds,
+        other=other,
+        units=options.units,
     )
-    results.units = options.units
     if embedder is not None:
         embedder.save()
     text = report(results, command("bench.locomo", argv))

@@ -389,6 +389,12 @@ class MemorySearchQuery(_TextModel):
     as_of: UtcDatetime | None = None
     include_invalidated: bool = False
     limit: int = Field(default=10, ge=0)
+    matches_only: bool = True
+    """With a query, a search by meaning (semantic, hybrid, quality) returns only the
+    records that match it: those sharing a word with it, and those whose similarity
+    reaches the relevance floor. ``False`` ranks every record in reach and returns the
+    best ``limit`` whatever their similarity (recall's hits tier: the closest few). A
+    keyword search returns matches only either way."""
     mode: SearchMode | None = None
     """How ``query`` matches: ``keyword`` (shared words, BM25), ``semantic`` (meaning:
     the closest vectors in scope), ``hybrid`` (both, fused) or ``quality`` (both, ordered

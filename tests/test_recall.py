@@ -469,3 +469,20 @@ def test_the_keyword_arguments_are_the_options_model() -> None:
     from memory_admin.recall import RecallArgs, RecallOptions
 
     assert set(RecallArgs.__annotations__) == set(RecallOptions.model_fields)
+
+
+def test_the_hits_tier_takes_the_closest_whatever_the_relevance_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a search returns as matching is the store's rule; recall's hits tier keeps its
+    own: the best few by the store's ranking (so the floor costs the block no evidence)."""
+    pytest.importorskip("numpy", reason="the hashing embedder computes with numpy")
+    from memory_admin import tuning
+    from memory_admin.embed.hashing import HashingEmbedder
+    from memory_admin.store import InMemoryMemoryStore
+
+    store = InMemoryMemoryStore(embedder=HashingEmbedder())
+    store.write([rec("Dana goes gardening every weekend."), rec("Quarterly taxes are filed.")])
+    monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", 1.0)  # nothing is close enough to match by meaning alone
+    assert store.search({"scope": DANA, "query": "gard", "mode": "hybrid"}) == [], "no word in common"
+    result = assemble_recall(store, DANA, "gard")
+    assert section(result.block, "hits")[0].endswith("Dana goes gardening every weekend."), "the closest first"
+    assert not result.report.fallback

@@ -118,6 +118,19 @@ class SemanticCases(ConformanceBase):
         for hit in hits:
             assert hit.keyword_score is not None or (hit.semantic_score or -1.0) >= floor, hit
 
+    @pytest.mark.parametrize("mode", BY_MEANING)
+    def test_matches_only_off_ranks_every_record_in_reach(self, estore: FullMemoryStore, mode: SearchMode) -> None:
+        estore.write([rec("garden notes from spring"), rec("quarterly taxes filed"), rec("zzz qqq xxx")])
+        estore.write([rec("garden notes of u2", U2)])
+        query = {"scope": U1, "query": "garden notes", "mode": mode, "limit": 50}
+        assert "zzz qqq xxx" not in contents(estore.search(query))
+        every = contents(estore.search({**query, "matches_only": False}))
+        assert every[0] == "garden notes from spring"
+        assert sorted(every) == ["garden notes from spring", "quarterly taxes filed", "zzz qqq xxx"], "in scope only"
+        assert len(estore.search({**query, "matches_only": False, "limit": 2})) == 2
+        keyword = estore.search({**query, "mode": "keyword", "matches_only": False})
+        assert contents(keyword) == ["garden notes from spring"], "words match or they do not"
+
     @pytest.mark.parametrize("mode", ["hybrid", "quality"])
     def test_a_fusion_keeps_a_word_in_common_below_the_floor(
         self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch, mode: SearchMode

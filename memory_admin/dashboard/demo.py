@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory_admin.recall import assemble_recall
+from memory_admin.recall_turns import RecallConversation
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.store import AdminMemoryStore, RecordListQuery
 
@@ -116,6 +117,14 @@ class _Writer:
     def recall(self, scope: Mapping[str, str], query: str | None, agent: str | None = None) -> None:
         self.clock.advance(minutes=20)
         assemble_recall(self.store, scope, query, agent=agent, now=self.clock.now)
+        self.report.recalls += 1
+
+    def conversation(self, scope: Mapping[str, str], agent: str | None, name: str, messages: list[str]) -> None:
+        """A conversation's recalls: turn 1's block, then what each later message adds."""
+        talk = RecallConversation(self.store, scope, agent=agent, conversation_id=name)
+        for message in messages:
+            self.clock.advance(minutes=3 if talk.turn else 20)
+            talk.recall(message, now=self.clock.now)
         self.report.recalls += 1
 
 
@@ -417,10 +426,13 @@ def _gardening(w: _Writer) -> None:
     w.write(INITECH, "fact", "The staging cluster is rebuilt every Sunday night.", by="unknown", tags=["it"])
 
 
+BERLIN = "Book me a flight to Berlin next week"
+
+
 def _recalls(w: _Writer) -> None:
     """Turn-1 recalls over the last days of the history, as agents would run them."""
     asks = [
-        (DANA, "Book me a flight to Berlin next week", "planner"),
+        (DANA, BERLIN, "planner"),
         (DANA, "What should I order for the team dinner?", None),
         (RAVI, "When can we schedule the refunds review?", None),
         (MEI, "Which card should I use for the hotel?", None),
@@ -432,4 +444,8 @@ def _recalls(w: _Writer) -> None:
     for day in range(6):
         w.clock.advance(hours=20)
         for scope, query, agent in asks[day % 3 :: 2]:
-            w.recall(scope, query, agent)
+            if day == 3 and query == BERLIN:  # this one goes on: the later turns add what is new
+                later = ["An aisle seat, please, and a hotel I can walk to the office from", "Any dinner plans there?"]
+                w.conversation(scope, agent, "c-berlin-trip", [BERLIN, *later])
+            else:
+                w.recall(scope, query, agent)

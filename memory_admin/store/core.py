@@ -309,14 +309,16 @@ class StoreCore(ABC):
             depth = max(plan.needed, tuning.FUSION_CANDIDATES)
             ranked: list[Ranked]
             if plan.mode == "semantic":
-                ranked = relevant(by_meaning((yield from similar(depth))))
+                ranked = by_meaning((yield from similar(depth)))
             else:
                 semantic = yield from similar(depth)
                 keyword = yield from s.keyword_candidates(plan, depth)
                 if plan.mode == "quality":
-                    ranked = relevant(quality.rank(keyword, semantic, len(plan.tokens)))
+                    ranked = quality.rank(keyword, semantic, len(plan.tokens))
                 else:
-                    ranked = relevant(fuse(keyword, semantic))
+                    ranked = fuse(keyword, semantic)
+            if plan.query.matches_only:
+                ranked = relevant(ranked)
             page = ranked[plan.offset : plan.offset + plan.limit]
             # the page's records, read and checked (a corrupt row is reported, never shown)
             records = yield from s.get_many([hit.id for hit in page])

@@ -28,6 +28,10 @@ def every_page(store: InMemoryMemoryStore) -> list[tuple[str, str]]:
     assert espresso.invalid_at is not None
     as_of = as_of_text(espresso.invalid_at - timedelta(minutes=1))  # while the first drink was believed
     event = store.query_events({"types": ["agent.memory.recall"], "limit": 1})[0].id
+    turns = store.query_events({"types": ["agent.memory.recall_turn"], "limit": 10})
+    later = min(turns, key=lambda stored: stored.id).id  # turn 2 of the demo's conversation
+    recalls = store.query_events({"types": ["agent.memory.recall"]})
+    opened = next(stored for stored in recalls if getattr(stored.event, "conversation_id", None))
     return [
         ("sign-in", "/accounts/login/"),
         ("browse-tenants", "/"),
@@ -44,6 +48,8 @@ def every_page(store: InMemoryMemoryStore) -> list[tuple[str, str]]:
         ("recall", "/recall/"),
         ("recall-event", f"/recall/events/{event}/"),
         ("recall-replay", f"/recall/events/{event}/?replay=1"),
+        ("recall-conversation", f"/recall/events/{opened.id}/"),
+        ("recall-turn", f"/recall/events/{later}/"),
         ("preview-empty", "/recall/preview/"),
         ("preview", f"/recall/preview/?{DANA}&message=Book+me+a+flight+to+Berlin+next+week&budget=1500"),
         ("health-pick", "/health/"),

@@ -236,6 +236,38 @@ def test_recall_tables_become_cards_on_a_phone(phone: Page) -> None:
         assert layout_problems(phone) == [], url
 
 
+def test_a_conversation_s_turns_from_its_first_recall_to_a_later_one(page: Page) -> None:
+    sign_in(page, "ada")
+    page.goto(f"/recall/?{DANA}")
+    page.get_by_role("link", name="conversation c-berlin-trip: its later turns").click()
+    page.wait_for_url(re.compile(r"/recall/events/\d+/#turns-heading$"))
+    turns = page.locator("#turns-heading ~ .table-box table tbody tr")
+    expect(turns).to_have_count(3)
+    expect(turns.nth(0)).to_contain_text("(this page)")
+    page.get_by_role("link", name="turn 2", exact=True).click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Recall at turn 2")
+    expect(page.locator("#again-heading")).to_contain_text("Found again, left out")
+    assert page.locator("#in-heading ~ .table-box table tbody tr").count() >= 1, "what the turn added"
+    page.get_by_role("link", name="turn 3", exact=True).focus()  # the turns are links a keyboard reaches
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Recall at turn 3")
+    expect(page.locator("#in-heading ~ p.empty")).to_contain_text("already in the conversation")
+    assert layout_problems(page) == []
+
+
+def test_a_conversation_s_turns_are_cards_on_a_phone(phone: Page) -> None:
+    sign_in(phone, "ada")
+    phone.goto(f"/recall/?{DANA}")
+    phone.get_by_role("link", name="conversation c-berlin-trip: its later turns").click()
+    phone.get_by_role("link", name="turn 2", exact=True).click()
+    expect(phone.get_by_role("heading", level=1)).to_contain_text("Recall at turn 2")
+    for selector in ("#turns-heading ~ .table-box table", "#in-heading ~ .table-box table"):
+        for row in phone.locator(selector).evaluate(CARD_FACTS):
+            assert row["display"] == "block", (selector, row)
+            assert row["content"] > 250, (selector, row)
+    assert layout_problems(phone) == []
+
+
 # --- 6. smaller findings ---------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from memory_admin.events import MemoryRecallEvent
+from memory_admin.events import MemoryRecallEvent, MemoryRecallTurnEvent
 from memory_admin.recall import assemble_recall
 from memory_admin.reports.recall_entries import HIDDEN_ENTRY
 from memory_admin.store import InMemoryMemoryStore
@@ -184,6 +184,66 @@ def test_drill_down_refuses_other_tenants_and_other_event_types(
     for event_id in (globex.id, write.id, 999_999):
         response = viewer.get(reverse("dashboard:recall_event", args=[event_id]))
         assert response.status_code == 404 and "Sam" not in response.content.decode()
+
+
+def _conversation(store: InMemoryMemoryStore) -> tuple[int, list[int]]:
+    """The demo conversation's turn-1 event id and its later turns' ids, in turn order."""
+    opened = next(
+        stored.id
+        for stored in store.query_events({"types": ["agent.memory.recall"]})
+        if isinstance(stored.event, MemoryRecallEvent) and stored.event.conversation_id == "c-berlin-trip"
+    )
+    turns = store.query_events({"types": ["agent.memory.recall_turn"]})
+    later = sorted(turns, key=lambda s: s.event.turn if isinstance(s.event, MemoryRecallTurnEvent) else 0)
+    return opened, [stored.id for stored in later]
+
+
+def test_a_conversation_s_first_recall_lists_its_later_turns(admin: Client, demo_store: InMemoryMemoryStore) -> None:
+    opened, later = _conversation(demo_store)
+    html = admin.get(reverse("dashboard:recall_event", args=[opened])).content.decode()
+    assert "turn 1 of conversation <code>c-berlin-trip</code>" in html
+    table = html[html.index('id="turns-heading"') :]
+    assert "3 turns" in table[:200]
+    for event_id, turn in zip(later, (2, 3), strict=True):
+        assert f'<a href="/recall/events/{event_id}/">turn {turn}</a>' in table
+    assert "An aisle seat, please" in table and '<tr class="current" aria-current="page">' in table
+    overview = admin.get(recall_url(scope="tenant=acme,user=dana")).content.decode()
+    assert "conversation <code>c-berlin-trip</code>: its later turns" in overview
+
+
+def test_a_later_turn_shows_what_it_added_and_what_it_found_again(
+    admin: Client, demo_store: InMemoryMemoryStore
+) -> None:
+    opened, [second, _third] = _conversation(demo_store)
+    stored = demo_store.get_event(second)
+    assert stored is not None and isinstance(stored.event, MemoryRecallTurnEvent)
+    event = stored.event
+    response = admin.get(reverse("dashboard:recall_event", args=[second]))
+    html = response.content.decode()
+    assert response.status_code == 200 and "Recall at turn 2" in html
+    added = html[html.index('id="in-heading"') : html.index('id="again-heading"')]
+    for record_id in event.record_ids:
+        assert f"<code>{record_id}</code>" in added
+    again = html[html.index('id="again-heading"') : html.index('id="deferred-heading"')]
+    assert f"{len(event.repeated_ids)} records" in again and event.repeated_ids
+    for record_id in event.repeated_ids:
+        assert record_id in again, "what the conversation already held, found again"
+    assert f'<a href="/recall/events/{opened}/">turn 1</a>' in html
+    fragment = admin.get(reverse("dashboard:recall_event", args=[second]), **HTMX).content.decode()
+    assert fragment.lstrip().startswith('<article id="event"') and "<html" not in fragment
+
+
+def test_a_later_turn_that_added_nothing_says_why(admin: Client, demo_store: InMemoryMemoryStore) -> None:
+    _, [_second, third] = _conversation(demo_store)
+    html = admin.get(reverse("dashboard:recall_event", args=[third])).content.decode()
+    assert "Nothing was added: everything the message matched was already in the conversation" in html
+
+
+def test_a_later_turn_is_refused_outside_the_grant(client_for: MakeClient, demo_store: InMemoryMemoryStore) -> None:
+    _, later = _conversation(demo_store)
+    for event_id in later:
+        response = client_for("viewer", "tenant=globex").get(reverse("dashboard:recall_event", args=[event_id]))
+        assert response.status_code == 404 and "Dana" not in response.content.decode()
 
 
 # --- the preview ----------------------------------------------------------------------------

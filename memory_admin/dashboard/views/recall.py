@@ -1,5 +1,6 @@
 """``/recall/`` — recall events over time; ``/recall/events/<id>/`` — one recall (with
-``?replay=1``, also run again against today's store and diffed, not logged);
+``?replay=1``, also run again against today's store and diffed, not logged), or one later
+turn's, each beside its conversation's other turns;
 ``/recall/preview/`` — run a recall without logging it.
 
 The graphs are drawn by the vendored Chart.js from the same numbers the page shows as
@@ -20,9 +21,10 @@ from memory_admin.dashboard.permissions import Access, NotVisible, access_for
 from memory_admin.dashboard.scope_resolver import PickScope, resolve_scope, scope_context
 from memory_admin.dashboard.views.common import HtmxHttpRequest, event_store, form_problems, query_page, render_region
 from memory_admin.errors import MemoryValidationError
-from memory_admin.events import AnyEvent, MemoryRecallEvent
+from memory_admin.events import AnyEvent, MemoryRecallEvent, MemoryRecallTurnEvent
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, assemble_recall
 from memory_admin.records import utc_now
+from memory_admin.reports.conversation import account_turn, conversation_turns
 from memory_admin.reports.recall_entries import account_recall, redact_block
 from memory_admin.reports.recall_stats import MAX_EVENTS, SMALL_SAMPLE, EventScan, read_recall_events, summarize
 from memory_admin.reports.replay import replay_event
@@ -31,6 +33,7 @@ from memory_admin.store import AdminMemoryStore, EventLogStore
 
 OVERVIEW = "dashboard/recall.html"
 EVENT = "dashboard/recall_event.html"
+TURN = "dashboard/recall_turn.html"
 PREVIEW = "dashboard/recall_preview.html"
 TABLE_SIZE = 25
 PRESETS = (("24 hours", timedelta(hours=24)), ("7 days", timedelta(days=7)), ("30 days", timedelta(days=30)))
@@ -111,13 +114,22 @@ def recall_event(request: HtmxHttpRequest, event_id: int) -> HttpResponse:
     access = access_for(request)
     store = event_store()
     stored = store.get_event(event_id)
-    if stored is None or not isinstance(stored.event, MemoryRecallEvent) or not access.allows(stored.event.scope):
+    if (
+        stored is None
+        or not isinstance(stored.event, MemoryRecallEvent | MemoryRecallTurnEvent)
+        or not access.allows(stored.event.scope)
+    ):
         raise NotVisible(f"Recall event {event_id}")
     form = RecallEventForm(request.GET)
     if not form.is_valid():
         problems = form_problems(form)
         return render_error(request, ErrorPage(400, "That request is not valid", problems))
     event = stored.event
+    turns = conversation_turns(store, event, stored.id)
+    if isinstance(event, MemoryRecallTurnEvent):  # a later turn: what it added to the conversation
+        account = account_turn(store, access.allows, event)
+        turn_context = {"access": access, "stored": stored, "event": event, "account": account, "turns": turns}
+        return render_region(request, TURN, "event", {**turn_context, "scope_text": format_scope(event.scope)})
     replaying = bool(form.cleaned_data["replay"])
     context = {
         "access": access,
@@ -134,6 +146,7 @@ def recall_event(request: HtmxHttpRequest, event_id: int) -> HttpResponse:
         },
         # read-only and not logged: the replay's event goes to a sink of its own
         "replay": replay_event(store, access.allows, event) if replaying else None,
+        "turns": turns,
     }
     region = "replay" if replaying and request.htmx else "event"
     return render_region(request, EVENT, region, context)
