@@ -551,26 +551,20 @@ def choices() -> list[Choice]:
     ]
 
 
-def grids() -> dict[str, tuple[Setting, list[Setting]]]:
-    """Mode → (its untuned baseline, every combination of its choices' values)."""
-    both, weights, lifts = (False, True), (0.4, 0.5, 0.6), (0.0, 0.1, 0.2, 0.3)
-    return {
-        "keyword": (Setting("keyword", day=False), [Setting("keyword", day=d) for d in both]),
-        "semantic": (
-            Setting("semantic", centring=False, lift=0.0, depth=tuning.FUSION_CANDIDATES),
-            [
-                Setting("semantic", centring=c, lift=lift, depth=depth)
-                for c, lift, depth in itertools.product(both, (0.0, 0.1, 0.2, 0.3, 0.4), (50, 100))
-            ],
-        ),
-        "hybrid": (
-            Setting("hybrid", day=False, centring=False, keyword_weight=0.5, lift=0.0, depth=100),
-            [
-                Setting("hybrid", day=d, centring=c, keyword_weight=w, lift=lift, depth=depth)
-                for d, c, w, lift, depth in itertools.product(both, both, weights, lifts, (30, 50, 100))
-            ],
-        ),
-    }
+def grids(kept: set[tuple[str, str]]) -> dict[str, tuple[Setting, list[Setting]]]:
+    """Mode → (its untuned baseline, every combination of the values of its ``kept``
+    choices, each other choice at its baseline's value)."""
+    out = {}
+    for mode in ("keyword", "semantic", "hybrid"):
+        mine = [c for c in choices() if c.mode == mode]
+        baseline = Setting(mode, **{c.field: c.baseline for c in mine})
+        ranges = [c.values if (mode, c.field) in kept else (c.baseline,) for c in mine]
+        grid = [
+            Setting(mode, **{c.field: v for c, v in zip(mine, values, strict=True)})
+            for values in itertools.product(*ranges)
+        ]
+        out[mode] = (baseline, grid)
+    return out
 
 
 @dataclass
@@ -583,8 +577,9 @@ class FoldReport:
     """Mode → recall@10 per question at the store's own settings."""
     baselines: dict[str, Scores]
     """The untuned baselines' recall@10 per question (beside raw BM25)."""
-    agreement: dict[str, dict[str, int]]
-    """Kind of record → mode → questions whose top ten here is the store's own search's."""
+    agreement: dict[str, dict[str, tuple[int, float]]]
+    """Kind of record → mode → questions whose top ten here is the store's own search's,
+    and the store's own searches' recall@10."""
     floors: dict[str, dict[str, OutOfFold]]
     """Search (semantic, hybrid) → kind of record → the floor picked out of fold."""
     learned: Learned | None
@@ -626,26 +621,28 @@ def run_folds(shapes: Shapes, stores: dict[str, StoreRun], *, quality: bool = Tr
         settings = {value: _replace(base, **{choice.field: value}) for value in choice.values}
         scored = score_settings(shapes, list(settings.values()))
         per_choice.append((choice, out_of_fold(shapes, {v: scored[s] for v, s in settings.items()}, choice.baseline)))
+    kept = {(c.mode, c.field) for c, results in per_choice if all(r.wins for r in results.values())}
     modes = {}
-    for mode, (baseline, grid) in grids().items():
+    for mode, (baseline, grid) in grids(kept).items():
         modes[mode] = (baseline, out_of_fold(shapes, score_settings(shapes, grid), baseline))
     measured = ("keyword", "semantic", "hybrid", *(("quality",) if quality else ()))
     store = {mode: score_settings(shapes, [store_setting(mode)])[store_setting(mode)] for mode in measured}
     rrf = Setting("hybrid", fusion="rrf", depth=tuning.FUSION_CANDIDATES)
-    plain, fusion = grids()["semantic"][0], grids()["hybrid"][0]
+    plain, fusion = grids(set())["semantic"][0], grids(set())["hybrid"][0]
     scored = score_settings(shapes, [plain, fusion, rrf])
     baselines = {"plain cosine": scored[plain], "untuned fusion": scored[fusion], "naive RRF": scored[rrf]}
-    agreement: dict[str, dict[str, int]] = {}
+    agreement: dict[str, dict[str, tuple[int, float]]] = {}
     for units, data in shapes.items():
         loaded = stores[units]
         agreement[units] = {}
         for mode in measured:
-            same = 0
+            same, own = 0, []
             for asked in data.asked:
                 text, name = asked.question.text, asked.question.conversation
-                hits = loaded.store.search(loaded.query(name, text, K, mode))
-                same += ranked(asked, store_setting(mode), data)[:K] == [hit.record.id for hit in hits]
-            agreement[units][mode] = same
+                found = [hit.record.id for hit in loaded.store.search(loaded.query(name, text, K, mode))]
+                same += ranked(asked, store_setting(mode), data)[:K] == found
+                own.append(recall_at(asked, found, data))
+            agreement[units][mode] = (same, _mean(own))
     by_mode: dict[str, dict[Any, Scores]] = {}
     for mode in ("semantic", "hybrid"):
         base = _replace(store_setting(mode), floor=None)
@@ -745,10 +742,18 @@ def render(report: FoldReport) -> list[str]:
         "At the store's settings, the top ten computed here from the store's own scores is the store's own search's "
         "for "
         + "; ".join(
-            f"{units}: " + ", ".join(f"{mode} {same} of {len(shapes[units].asked)}" for mode, same in agreed.items())
+            f"{units}: "
+            + ", ".join(f"{mode} {same} of {len(shapes[units].asked)}" for mode, (same, _) in agreed.items())
             for units, agreed in report.agreement.items()
         )
-        + " questions.",
+        + " questions. The store's own searches' recall@10: "
+        + "; ".join(
+            f"{units}: " + ", ".join(f"{mode} {own:.4f}" for mode, (_, own) in agreed.items())
+            for units, agreed in report.agreement.items()
+        )
+        + f". Where they differ, a scope holds more than {tuning.SMALL_SCOPE} records: there the store's keyword "
+        f"side scores at most {tuning.CANDIDATE_BUDGET} candidates (the commonest words' newest matches), while the "
+        "figures here rank every match.",
         "",
     ]
     for units, data in shapes.items():
@@ -785,17 +790,6 @@ def render(report: FoldReport) -> list[str]:
             "",
         ]
     lines += [
-        "Each mode's choices tuned together (every combination of the values below), out of fold, against its "
-        "untuned baseline:",
-        "",
-        f"| mode | untuned baseline | {by_kind} | picked on all five |",
-        "| --- | --- |" + " ---: |" * len(kinds) + " --- |",
-    ]
-    for mode, (baseline, results) in report.modes.items():
-        everywhere = next(iter(results.values())).everywhere
-        lines.append(f"| {mode} | {_setting(baseline)} | {_both(results)} | {_setting(everywhere)} |")
-    lines += [
-        "",
         "Each choice alone (the mode's other choices at the store's settings, no relevance floor), out of fold:",
         "",
         f"| mode | choice | values | baseline | picked without {' / '.join(names)} | {by_kind} | verdict "
@@ -816,6 +810,17 @@ def render(report: FoldReport) -> list[str]:
             f"| {choice.mode} | {choice.label} | {values} | {_value(choice.baseline)} | {picks} | {_both(results)} "
             f"| {verdict} | {_value(first.everywhere)} |"
         )
+    lines += [
+        "",
+        "Each mode's kept choices (above) tuned together — every combination of their values, the others at their "
+        "baselines — out of fold, against its untuned baseline:",
+        "",
+        f"| mode | untuned baseline | {by_kind} | picked on all five |",
+        "| --- | --- |" + " ---: |" * len(kinds) + " --- |",
+    ]
+    for mode, (baseline, results) in report.modes.items():
+        everywhere = next(iter(results.values())).everywhere
+        lines.append(f"| {mode} | {_setting(baseline)} | {_both(results)} | {_setting(everywhere)} |")
     first_floor = next(iter(report.floors["hybrid"].values()))
     lines += [
         "",

@@ -52,34 +52,53 @@ CENTRE_SAMPLE = 512
 """Vectors a collection's mean is measured on: all of a smaller one, else this many
 spread over it (the mean of 512 unit vectors is within about 0.04 of the whole's)."""
 
-# --- hybrid fusion (memory_admin.embed.fusion) --------------------------------------------
-# chosen on LoCoMo's development split only; docs/benchmarks/semantic.md has the curve
+# --- search by meaning: fusion and the context lift (memory_admin.store.vectors) ----------
+# Each choice was made out of fold on LoCoMo's development split, with its observations and
+# with its dialog turns as records (`python -m bench.locomo … --folds`): picked on four
+# conversations, measured on the fifth, kept only when it beat its untuned baseline on both
+# kinds of record (docs/benchmarks/locomo-folds.md).
 
 KEYWORD_WEIGHT = 0.5
-"""BM25's share of the fused score (the dev split's curve peaks here)."""
-CONTEXT_WEIGHT = 0.2
+"""BM25's share of the fused score: the untuned equal share (0.6 won on dialog turns and
+lost on observations, so it went)."""
+CONTEXT_WEIGHT = 0.4
 """How much of the best fused score among the candidates stated in its context (the same
 scope, the same day) a candidate gains: what was said together is recalled together."""
 FUSION_CANDIDATES = 100
-"""How many hits each side contributes before fusion (and a semantic search lifts by context)."""
-SEMANTIC_CONTEXT_WEIGHT = 0.3
+"""How many hits each side contributes before fusion (and a semantic search lifts by
+context): the untuned depth (30 won on dialog turns and lost on observations)."""
+SEMANTIC_CONTEXT_WEIGHT = 0.4
 """How much of the best cosine among the candidates stated in its context a semantic
-search's candidate gains (the same rule as :data:`CONTEXT_WEIGHT`, over plain cosines)."""
+search's candidate gains (the rule of :data:`CONTEXT_WEIGHT`, over plain cosines)."""
 
 # --- the quality mode's ranker (memory_admin.store.quality) -------------------------------
-# fitted by `python -m bench.locomo … --train-quality` on LoCoMo's development split only
+# fitted by `python -m bench.locomo … --folds --train-quality` on LoCoMo's development split
+# only (both kinds of record), and shipped as these numbers
 
-QUALITY_WEIGHTS: dict[str, float] = {}
+QUALITY_WEIGHTS: dict[str, float] = {
+    "keyword_z": -0.6394,
+    "centred_z": 0.7149,
+    "cosine_z": 0.3507,
+    "keyword_share": 3.8925,
+    "matched": -1.0696,
+    "coverage": 1.3839,
+    "keyword_rank": 0.8082,
+    "semantic_rank": 0.076,
+    "context": 0.5318,
+    "context_share": -1.6665,
+    "age": 0.575,
+    "long_query_keyword": 0.4335,
+    "long_query_semantic": -0.5789,
+}
 """Each :data:`~memory_admin.store.quality.FEATURES` name's weight in the ranker's sum."""
 
 # --- what counts as a match by meaning (memory_admin.store.vectors.relevant) ---------------
 
 RELEVANCE_FLOOR: float | None = 0.2
-"""A search by meaning returns a record only when its similarity to the query — the
-cosine measured from the searched records' centre, the ``semantic_score`` a hit carries —
-reaches this; a hybrid search also keeps a record that shares a word with the query.
-``None`` returns every record, closest first. Chosen on LoCoMo's development split
-(docs/search.md, "Relevance floor")."""
+"""A search by meaning returns a record only when its cosine similarity to the query (the
+``semantic_score`` a hit carries) reaches this; a hybrid or quality search also keeps a
+record that shares a word with the query. ``None`` returns every record, closest first.
+Picked out of fold by its rule (docs/search.md, "Relevance floor")."""
 
 # --- what a store object keeps of its reads ------------------------------------------------
 

@@ -80,3 +80,29 @@ def test_hybrid_is_measured_beside_keyword_mode_rrf_and_the_weight_curve(
     assert len(keyword_curve.split("|")) == 6, "one figure per keyword weight"
     assert len(context_curve.split("|")) == 5, "one figure per context weight"
     assert "| context weight | 0 | 0.2 |" in out
+
+
+def test_dialog_turns_can_be_the_records(dataset: Path) -> None:
+    loaded = load_dataset(dataset, "turns")
+    assert [o.text for o in loaded.observations][:2] == [
+        "Ann: Ann adopted a grey cat named Pixel.",
+        "Ann: Ann works as a nurse in Leeds.",
+    ]
+    assert loaded.observations[1].dialog_ids == frozenset({"D1:2"})
+    assert len(loaded.questions) == 3
+
+
+def test_every_tuned_choice_is_measured_out_of_fold(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("numpy", reason=needs_extra("semantic"))
+    args = [str(dataset), "--mode", "hybrid", "--embedder", "hashing", "--folds", "--no-events", "--train-quality"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    section = out[out.index("## Out of fold") :]
+    agreed = next(line for line in section.splitlines() if line.startswith("At the store's settings"))
+    for units in ("observations", "turns"):
+        assert f"{units}: keyword 3 of 3, semantic 3 of 3, hybrid 3 of 3, quality 3 of 3" in agreed
+    choices = [line for line in section.splitlines() if line.startswith(("| keyword |", "| semantic |", "| hybrid |"))]
+    assert len(choices) == 3 + 9 + 2, "each mode's choices together, each choice alone, the floor of two searches"
+    assert section.count("Semantic search against the plain cosine:") == 2
+    assert "| quality, out of fold" not in section and "| observations: quality, out of fold |" in section
+    assert "QUALITY_WEIGHTS: dict[str, float] = {" in out

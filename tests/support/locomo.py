@@ -21,10 +21,15 @@ def conversation(
     date: str | None = SESSION_DATE,
     speaker: str = "Ann",
 ) -> dict[str, Any]:
-    """One sample: ``facts`` observed in a session on ``date`` (``None``: undated), and ``qa``."""
+    """One sample: ``facts`` observed in a session on ``date`` (``None``: undated), and ``qa``.
+    The session's dialog says each fact in a turn of its own, with the fact's first dialog id."""
+    turns = [
+        {"speaker": speaker, "dia_id": dialog if isinstance(dialog, str) else dialog[0], "text": text}
+        for text, dialog in facts
+    ]
     return {
         "sample_id": name,
-        "conversation": {"session_1_date_time": date} if date else {},
+        "conversation": {**({"session_1_date_time": date} if date else {}), "session_1": turns},
         "observation": {"session_1_observation": {speaker: [[text, dialog] for text, dialog in facts]}},
         "qa": qa,
     }
