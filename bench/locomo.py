@@ -4,6 +4,8 @@
         [--store URL] [--no-events] [--out docs/benchmarks/locomo.md]
     python -m bench.locomo ../shared/datasets/locomo/locomo-dev.json --mode hybrid \\
         [--embedder default] [--weights 0,0.1,…,1] [--out docs/benchmarks/locomo-hybrid.md]
+    python -m bench.locomo ../shared/datasets/locomo/locomo-dev.json --mode hybrid --folds \\
+        [--train-quality] [--units turns] [--out docs/benchmarks/locomo-folds.md]
 
 Each conversation's observations (atomic facts, each citing the dialog ids it came
 from) are written as records in one scope per conversation. Every question of
@@ -36,6 +38,16 @@ a search returns what matches, not the whole scope ranked), its searches and its
 blocks, in the same run; ``--floors`` adds, at each floor, recall@10 and how many
 records a semantic and a hybrid search return (the dev curve that chose the floor: the
 highest floor at which neither search's recall@10 falls below no floor's).
+
+With ``--folds`` every tuned choice of keyword, semantic and hybrid search is also
+picked on four conversations and measured on the fifth, all five ways, on observations
+and on dialog turns as records, against the untuned baselines, beside the relevance floor
+picked the same way, the quality ranker fitted the same way and what was tried for
+multi-hop questions (:mod:`bench.folds`); ``--train-quality`` prints the ranker's weights
+fitted on all five conversations as ``tuning.QUALITY_WEIGHTS`` holds them. ``--units
+turns`` makes the dialog's turns the records of the main run. ``--mode quality`` times
+the quality mode beside hybrid search, the default. The dataset's vectors are kept
+between runs (:mod:`bench.embedded`).
 
 The store runs as users run it, event log on (recall blocks land in its log too). Its
 searches and recall blocks are also timed through a second store object over the same

@@ -14,7 +14,7 @@ weeks ago. Loading is idempotent: a marker record says the corpus is there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -119,12 +119,16 @@ class _Writer:
         assemble_recall(self.store, scope, query, agent=agent, now=self.clock.now)
         self.report.recalls += 1
 
-    def conversation(self, scope: Mapping[str, str], agent: str | None, name: str, messages: list[str]) -> None:
-        """A conversation's recalls: turn 1's block, then what each later message adds."""
+    def conversation(
+        self, scope: Mapping[str, str], agent: str | None, name: str, turns: list[tuple[str, Callable[[], object]]]
+    ) -> None:
+        """A conversation's recalls: turn 1's block, then what each later message adds;
+        after each turn, what the agent did (a save, say)."""
         talk = RecallConversation(self.store, scope, agent=agent, conversation_id=name)
-        for message in messages:
+        for message, then in turns:
             self.clock.advance(minutes=3 if talk.turn else 20)
             talk.recall(message, now=self.clock.now)
+            then()
         self.report.recalls += 1
 
 
@@ -429,6 +433,21 @@ def _gardening(w: _Writer) -> None:
 BERLIN = "Book me a flight to Berlin next week"
 
 
+def _berlin_trip(w: _Writer) -> list[tuple[str, Callable[[], object]]]:
+    """Dana's trip, turn by turn: the planner books the flight after turn 1, so turn 2 finds
+    the booking, new to the conversation, beside what turn 1 already held."""
+
+    def booked() -> object:
+        booking = "Booked TAP TP 534 Lisbon–Berlin for Monday 07:05, seat 14C on the aisle; return Thursday 18:40."
+        return w.write(DANA_PLANNER, "episode", booking, by="planner-agent", tags=["travel"], hours=0.05)
+
+    return [
+        (BERLIN, booked),
+        ("Which seat did you get me on the Berlin flight?", lambda: None),
+        ("Any dinner plans there?", lambda: None),
+    ]
+
+
 def _recalls(w: _Writer) -> None:
     """Turn-1 recalls over the last days of the history, as agents would run them."""
     asks = [
@@ -445,7 +464,6 @@ def _recalls(w: _Writer) -> None:
         w.clock.advance(hours=20)
         for scope, query, agent in asks[day % 3 :: 2]:
             if day == 3 and query == BERLIN:  # this one goes on: the later turns add what is new
-                later = ["An aisle seat, please, and a hotel I can walk to the office from", "Any dinner plans there?"]
-                w.conversation(scope, agent, "c-berlin-trip", [BERLIN, *later])
+                w.conversation(scope, agent, "c-berlin-trip", _berlin_trip(w))
             else:
                 w.recall(scope, query, agent)

@@ -206,7 +206,8 @@ def test_a_conversation_s_first_recall_lists_its_later_turns(admin: Client, demo
     assert "3 turns" in table[:200]
     for event_id, turn in zip(later, (2, 3), strict=True):
         assert f'<a href="/recall/events/{event_id}/">turn {turn}</a>' in table
-    assert "An aisle seat, please" in table and '<tr class="current" aria-current="page">' in table
+    assert "Which seat did you get me on the Berlin flight?" in table
+    assert '<tr class="current" aria-current="page">' in table
     overview = admin.get(recall_url(scope="tenant=acme,user=dana")).content.decode()
     assert "conversation <code>c-berlin-trip</code>: its later turns" in overview
 
@@ -224,6 +225,7 @@ def test_a_later_turn_shows_what_it_added_and_what_it_found_again(
     added = html[html.index('id="in-heading"') : html.index('id="again-heading"')]
     for record_id in event.record_ids:
         assert f"<code>{record_id}</code>" in added
+    assert "Booked TAP TP 534" in added, "saved after turn 1, so new to the conversation"
     again = html[html.index('id="again-heading"') : html.index('id="deferred-heading"')]
     assert f"{len(event.repeated_ids)} records" in again and event.repeated_ids
     for record_id in event.repeated_ids:
