@@ -10,8 +10,8 @@ The block is built in four tiers, in this order:
 2. **pinned** — up to ``pin_candidates`` records that carry a ``target`` (proposed
    learnings), newest first; off by default;
 3. **hits** — records matching the message (its words, and its meaning when the store
-   embeds: a hybrid search), most relevant first (up to
-   ``max_hits``). A profile record the slice deferred may come back here, in one of
+   embeds: the store's default search, without its relevance floor — the closest few
+   come in whatever their similarity), most relevant first (up to ``max_hits``). A profile record the slice deferred may come back here, in one of
    those places, if it matches;
 4. **recent** — when the message matched nothing new (or there is no message), the
    newest non-profile records, and the block says that is what they are.
