@@ -11,8 +11,9 @@ The block is built in four tiers, in this order:
    learnings), newest first; off by default;
 3. **hits** — records matching the message (its words, and its meaning when the store
    embeds: the store's default search, without its relevance floor — the closest few
-   come in whatever their similarity), most relevant first (up to ``max_hits``). A profile record the slice deferred may come back here, in one of
-   those places, if it matches;
+   come in whatever their similarity), most relevant first (up to ``max_hits``). A
+   profile record the slice deferred may come back here, in one of those places, if it
+   matches;
 4. **recent** — when the message matched nothing new (or there is no message), the
    newest non-profile records, and the block says that is what they are.
 
