@@ -3,7 +3,7 @@
     python -m bench.locomo ../shared/datasets/locomo/locomo-dev.json \\
         [--store URL] [--no-events] [--out docs/benchmarks/locomo.md]
     python -m bench.locomo ../shared/datasets/locomo/locomo-dev.json --mode hybrid \\
-        [--embedder default] [--weights 0,0.1,…,1] [--out docs/benchmarks/locomo-hybrid.md]
+        [--embedder default] [--out docs/benchmarks/locomo-hybrid.md]
     python -m bench.locomo ../shared/datasets/locomo/locomo-dev.json --mode hybrid --folds \\
         [--train-quality] [--units turns] [--out docs/benchmarks/locomo-folds.md]
 
@@ -28,16 +28,12 @@ table (``unicode61 remove_diacritics 2``) queried with bm25 and the same tokens,
 filtered to the conversation. The store's keyword search must not fall below it; the
 command exits non-zero if it does, or if anything leaks.
 
-With ``--mode semantic`` or ``hybrid`` the store embeds every observation (the default
-model unless ``--embedder`` says) and is measured beside its own keyword mode and naive
-reciprocal rank fusion (k = 60, equal weights) of its keyword and semantic searches;
-``--weights`` adds recall@10 of the z-score fusion at each keyword weight, and
-``--context-weights`` at each context weight (the dev curves that chose the store's).
-Such a store is also measured with its relevance floor off (``tuning.RELEVANCE_FLOOR``:
-a search returns what matches, not the whole scope ranked), its searches and its recall
-blocks, in the same run; ``--floors`` adds, at each floor, recall@10 and how many
-records a semantic and a hybrid search return (the dev curve that chose the floor: the
-highest floor at which neither search's recall@10 falls below no floor's).
+With ``--mode semantic``, ``hybrid`` or ``quality`` the store embeds every observation
+(the default model unless ``--embedder`` says) and is measured beside its own keyword
+mode and naive reciprocal rank fusion (k = 60, equal weights) of its keyword and
+semantic searches. Such a store is also measured with its relevance floor off
+(``tuning.RELEVANCE_FLOOR``: a search returns what matches, not the whole scope ranked),
+its searches and its recall blocks, in the same run.
 
 With ``--folds`` every tuned choice of keyword, semantic and hybrid search is also
 picked on four conversations and measured on the fifth, all five ways, on observations
@@ -77,14 +73,12 @@ from bench.folds import Collected, FoldReport, collect, render, run_folds
 from bench.measure import command, percentile, scratch, sqlite_url, write_report
 from memory_admin import tuning
 from memory_admin.embed import Embedder, open_embedder
-from memory_admin.embed.fusion import rrf_fusion, zscore_fusion
+from memory_admin.embed.fusion import rrf_fusion
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, assemble_recall
 from memory_admin.records import SEARCH_MODES, MemoryRecord, SearchMode
-from memory_admin.scope import canonical_scope, scope_json
+from memory_admin.scope import canonical_scope
 from memory_admin.store import BaseMemoryStore, open_store
-from memory_admin.store.plan import context
 from memory_admin.tokenize import unique_words
-from memory_admin.tuning import CONTEXT_WEIGHT, KEYWORD_WEIGHT
 from memory_admin.tuning import FUSION_CANDIDATES as FUSE_DEPTH
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -231,16 +225,6 @@ class BlockTally:
     leaked: int = 0
 
 
-@dataclass
-class FloorTally:
-    """Per floor, per question: recall@10 and how many records each search returns."""
-
-    semantic: list[float] = field(default_factory=list)
-    hybrid: list[float] = field(default_factory=list)
-    semantic_returned: list[int] = field(default_factory=list)
-    hybrid_returned: list[int] = field(default_factory=list)
-
-
 @contextmanager
 def floor_off() -> Iterator[None]:
     """The store's searches without a relevance floor (every record of the scope, ranked)."""
@@ -250,20 +234,6 @@ def floor_off() -> Iterator[None]:
         yield
     finally:
         tuning.RELEVANCE_FLOOR = kept
-
-
-def chosen_floor(floors: dict[float, FloorTally]) -> float | None:
-    """The rule that chose the store's floor: the highest floor at which neither a semantic
-    nor a hybrid search's recall@10 falls below the lowest floor's (no floor, in effect):
-    a floor that costs no evidence, so recall's hits tier keeps the store's rule."""
-    if not floors:
-        return None
-    lowest = floors[min(floors)]
-    return max(
-        f
-        for f, tally in floors.items()
-        if _mean(tally.semantic) >= _mean(lowest.semantic) - 1e-9 and _mean(tally.hybrid) >= _mean(lowest.hybrid) - 1e-9
-    )
 
 
 # --- the store under test ------------------------------------------------------------
@@ -349,8 +319,8 @@ class StoreRun:
     def candidates(
         self, conversation: str, text: str
     ) -> tuple[dict[str, float], dict[str, float], dict[str, MemoryRecord]]:
-        """The keyword and semantic sides a hybrid search fuses (record id → BM25 / cosine),
-        and their records."""
+        """The store's keyword and semantic searches, each its top :data:`FUSE_DEPTH` (record
+        id → its score), and their records."""
         keyword = self.store.search(self.query(conversation, text, FUSE_DEPTH, "keyword"))
         semantic = self.store.search(self.query(conversation, text, FUSE_DEPTH, "semantic"))
         records = {hit.record.id: hit.record for hit in (*keyword, *semantic)}
@@ -458,11 +428,8 @@ class Results:
     model: str | None = None
     extra: list[tuple[str, Tally]] = field(default_factory=list)
     """Beside a semantic or hybrid store: its keyword mode, and naive RRF of its two searches."""
-    curve: dict[tuple[float, float], list[float]] = field(default_factory=dict)
-    """Recall@10 per question of z-score fusion at each (keyword weight, context weight)."""
     block_unfloored: BlockTally | None = None
     """The recall blocks again, the store's relevance floor off."""
-    floors: dict[float, FloorTally] = field(default_factory=dict)
     folds: FoldReport | None = None
     """Every tuned choice out of fold (``--folds``)."""
     cached: bool = False
@@ -477,9 +444,6 @@ def run(
     *,
     mode: SearchMode = "keyword",
     embedder: Embedder | None = None,
-    weights: Sequence[float] = (),
-    context_weights: Sequence[float] = (),
-    floors: Sequence[float] = (),
     other: Dataset | None = None,
     units: str = "observations",
 ) -> Results:
@@ -490,11 +454,8 @@ def run(
     store_tally, base_tally, newest_tally, block_tally = Tally(), Tally(), Tally(), BlockTally()
     fold_report: FoldReport | None = None
     block_unfloored = BlockTally() if mode != "keyword" else None
-    floor_curve = {floor: FloorTally() for floor in floors}
     extra: list[tuple[str, Tally]] = []
     # (keyword weight, context weight) → recall@10 per question
-    curve: dict[tuple[float, float], list[float]] = {(w, CONTEXT_WEIGHT): [] for w in weights}
-    curve.update({(KEYWORD_WEIGHT, c): [] for c in context_weights})
     neighbour = {
         c: dataset.conversations[(i + 1) % len(dataset.conversations)] for i, c in enumerate(dataset.conversations)
     }
@@ -551,46 +512,6 @@ def run(
                 if block_unfloored is not None:
                     with floor_off():
                         loaded.recall_block(question, block_unfloored)
-                if floor_curve:
-                    with floor_off():
-                        keyword, semantic, records = loaded.candidates(question.conversation, question.text)
-                    contexts = {key: context(scope_json(r.scope), r.observed_at) for key, r in records.items()}
-                    fused = zscore_fusion(
-                        keyword,
-                        semantic,
-                        keyword_weight=KEYWORD_WEIGHT,
-                        contexts=contexts,
-                        context_weight=CONTEXT_WEIGHT,
-                    )
-                    for floor, at_floor in floor_curve.items():
-                        by_meaning = [key for key, score in semantic.items() if score >= floor]  # closest first
-                        either = [
-                            hit.key
-                            for hit in fused
-                            if hit.key in keyword or (hit.key in semantic and semantic[hit.key] >= floor)
-                        ]
-                        for ranked, shares, returned in (
-                            (by_meaning, at_floor.semantic, at_floor.semantic_returned),
-                            (either, at_floor.hybrid, at_floor.hybrid_returned),
-                        ):
-                            covered = set().union(frozenset(), *(loaded.owner[key][1] for key in ranked[:SEARCH_LIMIT]))
-                            shares.append(len(question.evidence & covered) / len(question.evidence))
-                            returned.append(len(ranked))
-                if curve:
-                    with floor_off():  # the fusion's curves rank every candidate
-                        keyword, semantic, records = loaded.candidates(question.conversation, question.text)
-                    contexts = {key: context(scope_json(r.scope), r.observed_at) for key, r in records.items()}
-                    for (weight, lift), shares in curve.items():
-                        fused = zscore_fusion(
-                            keyword,
-                            semantic,
-                            keyword_weight=weight,
-                            contexts=contexts,
-                            context_weight=lift,
-                            limit=SEARCH_LIMIT,
-                        )
-                        covered = set().union(frozenset(), *(loaded.describe(records[hit.key])[1] for hit in fused))
-                        shares.append(len(question.evidence & covered) / len(question.evidence))
                 if quiet_timings is not None and quiet is not None and not index % 2:
                     quiet_timings.measure(loaded, quiet, question)
             if folds and embedder is not None and other is not None:
@@ -618,9 +539,7 @@ def run(
             mode=mode,
             model=embedder.model_id if embedder is not None else None,
             extra=extra,
-            curve=curve,
             block_unfloored=block_unfloored,
-            floors=floor_curve,
             folds=fold_report,
             cached=getattr(embedder, "hits", 0) > 0,
             units=units,
@@ -733,32 +652,6 @@ def report(results: Results, command_line: str) -> str:
             compare("recall assembly p99 (ms)", block.latency_ms, quiet.block_ms, 0.99),
             "",
         ]
-    by_keyword = {w: v for (w, c), v in results.curve.items() if c == CONTEXT_WEIGHT}
-    by_context = {c: v for (w, c), v in results.curve.items() if w == KEYWORD_WEIGHT}
-    for label, points, chosen in (
-        (
-            "keyword weight",
-            by_keyword,
-            f"BM25's weight (the store fuses at {KEYWORD_WEIGHT}; context weight {CONTEXT_WEIGHT})",
-        ),
-        (
-            "context weight",
-            by_context,
-            f"the context's weight (the store lifts by {CONTEXT_WEIGHT}; keyword weight {KEYWORD_WEIGHT})",
-        ),
-    ):
-        if len(points) < 2:
-            continue
-        ordered = sorted(points.items())
-        lines += [
-            f"Dev curve: recall@{SEARCH_LIMIT} of z-score fusion of the store's top {FUSE_DEPTH} keyword and top "
-            f"{FUSE_DEPTH} semantic hits, by {chosen}:",
-            "",
-            f"| {label} | " + " | ".join(f"{w:g}" for w, _ in ordered) + " |",
-            "| --- | " + " | ".join("---:" for _ in ordered) + " |",
-            "| recall@10 | " + " | ".join(f"{_mean(v):.4f}" for _, v in ordered) + " |",
-            "",
-        ]
     lines += _floor_report(results)
     if results.folds is not None:
         lines += render(results.folds)
@@ -774,7 +667,7 @@ def _embedding_note(results: Results) -> str:
 
 
 def _floor_report(results: Results) -> list[str]:
-    """The relevance floor: the store's, what it costs, and the dev curve that chose it."""
+    """The relevance floor: the store's, and what it costs (``--folds`` picks it out of fold)."""
     unfloored = results.block_unfloored
     if unfloored is None:
         return []
@@ -794,29 +687,6 @@ def _floor_report(results: Results) -> list[str]:
         f"| recall block: truncated | {results.block.truncated} | {unfloored.truncated} |",
         "",
     ]
-    if results.floors:
-        ordered = sorted(results.floors.items())
-        picked = chosen_floor(results.floors)
-        lines += [
-            f"Dev curve: by relevance floor, recall@{SEARCH_LIMIT} and the records a search returns (mean, of the "
-            f"top {FUSE_DEPTH} by meaning and by words), semantic search and hybrid (a word in common, or the floor):",
-            "",
-            "| floor | " + " | ".join(f"{f:g}" for f, _ in ordered) + " |",
-            "| --- | " + " | ".join("---:" for _ in ordered) + " |",
-            "| semantic recall@10 | " + " | ".join(f"{_mean(t.semantic):.4f}" for _, t in ordered) + " |",
-            "| semantic: records returned | "
-            + " | ".join(f"{_mean(t.semantic_returned):.1f}" for _, t in ordered)
-            + " |",
-            "| hybrid recall@10 | " + " | ".join(f"{_mean(t.hybrid):.4f}" for _, t in ordered) + " |",
-            "| hybrid: records returned | " + " | ".join(f"{_mean(t.hybrid_returned):.1f}" for _, t in ordered) + " |",
-            "",
-            f"The rule that chooses the floor: the highest at which neither search's recall@{SEARCH_LIMIT} falls "
-            f"below the lowest floor's (no evidence lost) — here {picked:g}"
-            + (" (the store's)." if picked == tuning.RELEVANCE_FLOOR else f"; the store's is {tuning.RELEVANCE_FLOOR}.")
-            if picked is not None
-            else "",
-            "",
-        ]
     return lines
 
 
@@ -853,19 +723,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--embedder", default="default", help="embedder spec for --mode semantic or hybrid")
     parser.add_argument(
-        "--weights", default="", help="hybrid: also print recall@10 of the fusion at these keyword weights (0.1,0.3)"
-    )
-    parser.add_argument(
-        "--context-weights",
-        default="",
-        help="hybrid: also print recall@10 of the fusion at these context weights (0,0.2)",
-    )
-    parser.add_argument(
-        "--floors",
-        default="",
-        help="semantic or hybrid: also print recall@10 and the records returned at these relevance floors (-1,0,0.1)",
-    )
-    parser.add_argument(
         "--folds",
         action="store_true",
         help="semantic, hybrid or quality: also choose every tuned setting on four conversations and measure it "
@@ -883,8 +740,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
     dataset = load_dataset(options.dataset, options.units)
     embedder = CachedEmbedder(open_embedder(options.embedder)) if options.mode != "keyword" else None
-    weights = [float(w) for w in options.weights.split(",") if w.strip()]
-    context_weights = [float(w) for w in options.context_weights.split(",") if w.strip()]
     other = load_dataset(options.dataset, next(u for u in UNITS if u != options.units)) if options.folds else None
     results = run(
         dataset,
@@ -892,9 +747,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         persist_events=not options.no_events,
         mode=options.mode,
         embedder=embedder,
-        weights=weights,
-        context_weights=context_weights,
-        floors=[float(f) for f in options.floors.split(",") if f.strip()],
         other=other,
         units=options.units,
     )

@@ -63,23 +63,26 @@ def test_an_in_memory_store_can_be_measured(dataset: Path, capsys: pytest.Captur
     assert "Store: memory, keyword search, event log off." in capsys.readouterr().out
 
 
-def test_hybrid_is_measured_beside_keyword_mode_rrf_and_the_weight_curve(
+def test_hybrid_is_measured_beside_keyword_mode_rrf_and_without_its_floor(
     dataset: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("numpy", reason=needs_extra("semantic"))  # the hashing embedder computes with it
-    args = [str(dataset), "--mode", "hybrid", "--embedder", "hashing", "--weights", "0,0.5,1", "--no-events"]
-    args += ["--context-weights", "0,0.2"]
-    assert main(args) == 0
+    assert main([str(dataset), "--mode", "hybrid", "--embedder", "hashing", "--no-events"]) == 0
     out = capsys.readouterr().out
     assert "Store: sqlite, hybrid search with hashing-v1:256" in out
     header = next(line for line in out.splitlines() if line.startswith("| | memory store (hybrid search"))
     assert "memory store, keyword mode" in header and "naive RRF (k = 60)" in header
+    assert "without the relevance floor" in header
     leakage = next(line for line in out.splitlines() if line.startswith("| cross-scope leakage"))
-    assert leakage.endswith("| 0 | 0 | 0 | 0 | 0 |")
-    keyword_curve, context_curve = [line for line in out.splitlines() if line.startswith("| recall@10 |")][-2:]
-    assert len(keyword_curve.split("|")) == 6, "one figure per keyword weight"
-    assert len(context_curve.split("|")) == 5, "one figure per context weight"
-    assert "| context weight | 0 | 0.2 |" in out
+    assert leakage.endswith("| 0 | 0 | 0 | 0 | 0 | 0 |")
+    assert "| recall block: evidence covered (mean) |" in out
+
+
+def test_the_quality_mode_is_timed_beside_hybrid(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("numpy", reason=needs_extra("semantic"))
+    assert main([str(dataset), "--mode", "quality", "--embedder", "hashing", "--no-events"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| | memory store"))
+    assert "quality search" in header and header.endswith("| memory store, hybrid mode (the default) |")
 
 
 def test_dialog_turns_can_be_the_records(dataset: Path) -> None:
