@@ -13,21 +13,18 @@ benchmarks use this: a store embeds through its own embedder.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from memory_admin.embed import Embedder
 from memory_admin.embed.int8_graph import cache_folder
-from memory_admin.embed.protocol import Matrix, Vector, numpy
-
-Side = Literal["document", "query"]
+from memory_admin.embed.protocol import BaseEmbedder, Matrix, Side, numpy
 
 
-class CachedEmbedder:
+class CachedEmbedder(BaseEmbedder):
     """``inner``'s vectors, remembered across runs (see the module)."""
 
     def __init__(self, inner: Embedder, folder: Path | None = None) -> None:
@@ -55,37 +52,22 @@ class CachedEmbedder:
         self.inner.load()
 
     def _embed(self, texts: Sequence[str], side: Side) -> Matrix:
+        # the wrapped embedder's own vectors, as they are: it batched and normalised them
+        return self._embed_batch(list(texts), side)
+
+    def _embed_batch(self, texts: list[str], side: Side) -> Matrix:
         np = numpy()
+        if not texts:
+            empty: Matrix = np.zeros((0, self.dimensions), dtype=np.float32)
+            return empty
         missing = list(dict.fromkeys(text for text in texts if (side, text) not in self._known))
         if missing:
             rows = self.inner.embed_documents(missing) if side == "document" else self.inner.embed_queries(missing)
             self._known.update({(side, text): row for text, row in zip(missing, rows, strict=True)})
             self._fresh += len(missing)
         self.hits += len(texts) - len(missing)
-        if not texts:
-            empty: Matrix = np.zeros((0, self.dimensions), dtype=np.float32)
-            return empty
         matrix: Matrix = np.stack([self._known[side, text] for text in texts]).astype(np.float32)
         return matrix
-
-    def embed_documents(self, texts: Sequence[str]) -> Matrix:
-        return self._embed(texts, "document")
-
-    def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        return self._embed(texts, "query")
-
-    def embed_query(self, text: str) -> Vector:
-        row: Vector = self._embed([text], "query")[0]
-        return row
-
-    async def aembed_documents(self, texts: Sequence[str]) -> Matrix:
-        return await asyncio.to_thread(self.embed_documents, list(texts))
-
-    async def aembed_queries(self, texts: Sequence[str]) -> Matrix:
-        return await asyncio.to_thread(self.embed_queries, list(texts))
-
-    async def aembed_query(self, text: str) -> Vector:
-        return await asyncio.to_thread(self.embed_query, text)
 
     def save(self) -> None:
         """Write what this run embedded to the cache file (nothing new: nothing written)."""

@@ -274,6 +274,14 @@ def ranked(asked: Asked, setting: Setting, data: Collected, weights: dict[str, f
 def _fused(
     asked: Asked, keyword: Sequence[Candidate], semantic: Sequence[Candidate], setting: Setting, data: Collected
 ) -> list[Ranked]:
+    hits = _fuse(keyword, semantic, setting)
+    if setting.second_round or setting.diversity or setting.names:
+        hits = _multi_hop(asked, keyword, hits, setting, data)
+    return hits
+
+
+def _fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate], setting: Setting) -> list[Ranked]:
+    """What :func:`~memory_admin.store.vectors.fuse` does, at the setting's weights."""
     cosines = {c.id: c.cosine for c in semantic}
     fused = zscore_fusion(
         {c.id: c.score for c in keyword},
@@ -282,10 +290,7 @@ def _fused(
         context_weight=setting.lift,
         contexts={c.id: c.context for c in (*semantic, *keyword) if c.context is not None},
     )
-    hits = [Ranked(hit.key, hit.score, hit.keyword_raw, cosines.get(hit.key)) for hit in fused]
-    if setting.second_round or setting.diversity or setting.names:
-        hits = _multi_hop(asked, hits, setting, data)
-    return hits
+    return [Ranked(hit.key, hit.score, hit.keyword_raw, cosines.get(hit.key)) for hit in fused]
 
 
 # --- multi-hop: what was tried --------------------------------------------------------
@@ -299,7 +304,9 @@ def _names(text: str) -> set[str]:
     return {term for word in _CAPITALISED.findall(" ".join(words[1:])) for term in tokenize(word)}
 
 
-def _multi_hop(asked: Asked, hits: list[Ranked], setting: Setting, data: Collected) -> list[Ranked]:
+def _multi_hop(
+    asked: Asked, keyword: Sequence[Candidate], hits: list[Ranked], setting: Setting, data: Collected
+) -> list[Ranked]:
     """A fused order, changed by one of the ideas for evidence spread over sessions:
 
     * ``second_round``: the top three records' vectors, at this weight, added to the
@@ -317,16 +324,7 @@ def _multi_hop(asked: Asked, hits: list[Ranked], setting: Setting, data: Collect
         seeds = (codes.astype(np.float32) * scales[:, None]).mean(axis=0)
         vector = asked.vector + setting.second_round * seeds
         again = _closest(held, vector / np.linalg.norm(vector), setting.depth, len(asked.vector), by_centre=True)
-        keyword = asked.keyword[: setting.depth]
-        cosines = {c.id: c.cosine for c in again}
-        fused = zscore_fusion(
-            {c.id: c.score for c in keyword},
-            {c.id: c.score for c in again},
-            keyword_weight=setting.keyword_weight,
-            context_weight=setting.lift,
-            contexts={c.id: c.context for c in (*again, *keyword) if c.context is not None},
-        )
-        return [Ranked(hit.key, hit.score, hit.keyword_raw, cosines.get(hit.key)) for hit in fused]
+        return _fuse(keyword, again, setting)
     if setting.names:
         asked_names = _names(asked.question.text)
         if asked_names:

@@ -11,6 +11,12 @@ from tests.support.locomo import conversation, write_dataset
 from tests.support.optional import needs_extra
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmark keeps a dataset's vectors in the cache folder: a test's own."""
+    monkeypatch.setenv("MEMORY_ADMIN_CACHE", str(tmp_path / "cache"))
+
+
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
     return write_dataset(
@@ -109,3 +115,21 @@ def test_every_tuned_choice_is_measured_out_of_fold(dataset: Path, capsys: pytes
     assert section.count("Semantic search against the plain cosine:") == 2
     assert "| quality, out of fold" not in section and "| observations: quality, out of fold |" in section
     assert "QUALITY_WEIGHTS: dict[str, float] = {" in out
+
+
+def test_a_second_run_takes_the_dataset_s_vectors_from_the_cache(dataset: Path, tmp_path: Path) -> None:
+    pytest.importorskip("numpy", reason=needs_extra("semantic"))
+    from bench.embedded import CachedEmbedder
+    from memory_admin.embed import HashingEmbedder
+
+    assert main([str(dataset), "--mode", "hybrid", "--embedder", "hashing", "--no-events"]) == 0
+    [stored] = (tmp_path / "cache" / "bench-vectors").glob("*.npz")
+    again = CachedEmbedder(HashingEmbedder())
+    vectors = again.embed_documents(["Ann adopted a grey cat named Pixel.", "Bo plays the cello in an orchestra."])
+    assert again.hits == 2 and stored.is_file(), "written by the first run, read by the second"
+    assert (
+        vectors
+        == HashingEmbedder().embed_documents(
+            ["Ann adopted a grey cat named Pixel.", "Bo plays the cello in an orchestra."]
+        )
+    ).all()
