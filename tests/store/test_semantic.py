@@ -18,7 +18,7 @@ pytest.importorskip("numpy", reason=needs_extra("semantic"))
 from memory_admin import tuning
 from memory_admin.conformance.base import U1, contents, rec
 from memory_admin.embed import HashingEmbedder, OnnxEmbedder
-from memory_admin.errors import CapabilityError, MemoryEmbedderMismatchError
+from memory_admin.errors import CapabilityError, MemoryEmbedderMismatchError, MemoryValidationError
 from memory_admin.store import BaseMemoryStore, MemoryNeeds, open_store, require_memory
 from tests.support.stores import backend_url, backends
 
@@ -55,7 +55,7 @@ def test_a_question_finds_the_answer_that_shares_no_word(
     assert _question(semantic_store, "Where does Dana work?", "semantic") == [FACTS[0]]
     assert _question(semantic_store, "Where does Dana work?") == [FACTS[0]], "hybrid is the default"
     assert _question(semantic_store, "food allergies at home") == [FACTS[1]]
-    # a loose paraphrase (cosine 0.12 from the scope's centre) is below the relevance floor...
+    # a loose paraphrase (a cosine under 0.2) is below the relevance floor...
     assert _question(semantic_store, "company retreat location") == []
     monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", None)  # ...and the closest record without it
     assert _question(semantic_store, "company retreat location") == [FACTS[2]]
@@ -222,3 +222,19 @@ def test_a_tenant_s_vectors_are_read_a_few_scopes_at_a_time() -> None:
     assert [item for group in groups for item in group] == list(sizes), "every scope once, in order"
     assert all(sum(sizes[i] for i in g) <= 8192 or len(g) == 1 for g in groups)
     assert _groups([], sizes.__getitem__, 8192) == []
+
+
+def test_a_store_opened_for_quality_ranks_every_query_that_way(store_url: str, embedder: OnnxEmbedder) -> None:
+    with open_store(store_url, embedder=embedder, search_mode="quality") as store:
+        store.write([rec(fact) for fact in FACTS])
+        question = {"scope": U1, "query": "Where does Dana work?"}
+        default = store.search(question)
+        quality = store.search({**question, "mode": "quality"})
+        hybrid = store.search({**question, "mode": "hybrid"})
+        assert [(h.record.id, h.score) for h in default] == [(h.record.id, h.score) for h in quality]
+        assert [h.score for h in default] != [h.score for h in hybrid], "the ranker's scores, not the fusion's"
+        assert default[0].record.content == FACTS[0]
+    with pytest.raises(CapabilityError, match="embedder"):
+        open_store(store_url, embedder="none", search_mode="quality")
+    with pytest.raises(MemoryValidationError, match="search_mode"):
+        open_store(store_url, embedder=embedder, search_mode="best")  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory_admin.dashboard.stores import get_store
 from memory_admin.errors import MemoryStoreError
+from memory_admin.records import SEARCH_MODES
 from memory_admin.scope import parse_scope_text
 
 
@@ -25,8 +26,9 @@ class Command(BaseCommand):
         parser.add_argument("--all", action="store_true", help="include invalidated records")
         parser.add_argument(
             "--mode",
-            choices=["keyword", "semantic", "hybrid"],
-            help="how the query matches (default: hybrid when the store embeds, else keyword)",
+            choices=SEARCH_MODES,
+            help="how the query matches and ranks (default: hybrid when the store embeds, else keyword; "
+            "quality: the learned ranker)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
