@@ -391,6 +391,11 @@ class MemorySearchQuery(_TextModel):
     """How ``query`` matches: ``keyword`` (shared words, BM25), ``semantic`` (meaning:
     the closest vectors in scope) or ``hybrid`` (both, fused). ``None``: hybrid when the
     store has an embedder, else keyword. Every filter holds in every mode."""
+    relevance: Literal["match", "rank"] = "match"
+    """By meaning, which records come back: ``match`` those that share a word with the
+    query or are close enough in meaning (the relevance floor, docs/search.md); ``rank``
+    every record the filters admit, closest first (a vector store's "nearest" semantics,
+    as LangGraph's stores search). Keyword search always returns its match set."""
 
     @field_validator("tags", mode="before")
     @classmethod

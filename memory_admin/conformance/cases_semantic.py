@@ -70,10 +70,7 @@ class SemanticCases(ConformanceBase):
         assert contents(found) == ["gardening every weekend"], "trigram pieces bring it closest"
         assert found[0].keyword_score is None and found[0].semantic_score == found[0].score
 
-    def test_hybrid_lifts_what_was_stated_with_its_best_match(
-        self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", None)  # the lift of records that match nothing, too
+    def test_hybrid_lifts_what_was_stated_with_its_best_match(self, estore: FullMemoryStore) -> None:
         trip, other_day = timedelta(days=-3), timedelta(days=-9)
         now = estore.write([rec("garden notes")])[0].created_at
         estore.write(
@@ -83,7 +80,8 @@ class SemanticCases(ConformanceBase):
                 rec("the kitchen by the river", observed_at=now + other_day),
             ]
         )
-        hits = estore.search({"scope": U1, "query": "spring planting garden notes", "limit": 10})
+        # every record ranked: the lift of records that match nothing, too
+        hits = estore.search({"scope": U1, "query": "spring planting garden notes", "limit": 10, "relevance": "rank"})
         by = {hit.record.content: hit for hit in hits}
         best = by["garden notes about the spring planting"]
         assert hits[0] is best
@@ -116,8 +114,8 @@ class SemanticCases(ConformanceBase):
         assert contents(estore.search({"scope": U1, "query": "shed", "mode": "semantic"})) == []
         hybrid = estore.search({"scope": U1, "query": "shed", "mode": "hybrid"})
         assert contents(hybrid) == ["the shed key hangs by the door"], "it shares a word"
-        monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", None)  # no floor: the whole scope, ranked
-        assert len(estore.search({"scope": U1, "query": "shed", "mode": "semantic"})) == 2
+        for mode in ("semantic", "hybrid"):  # ranking asked for: every record, the closest first
+            assert len(estore.search({"scope": U1, "query": "shed", "mode": mode, "relevance": "rank"})) == 2
 
     def test_erase_preview_mentions_name_the_person_whatever_the_mode(self, estore: FullMemoryStore) -> None:
         self._needs(estore, erasure=True)
@@ -209,13 +207,12 @@ class SemanticCases(ConformanceBase):
                 break
         assert sorted(seen) == sorted(f"garden notes number {i}" for i in range(12))
 
-    def test_filters_that_rule_out_the_closest_still_find_the_rest(
-        self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", None)  # "the rest" are far: this pins the scan, not the floor
+    def test_filters_that_rule_out_the_closest_still_find_the_rest(self, estore: FullMemoryStore) -> None:
         estore.write([rec(f"garden notes number {i}") for i in range(260)])
         estore.write([rec(f"a preference of {name}", kind="preference") for name in ("ann", "bo", "cy")])
-        found = estore.search({"scope": U1, "query": "garden notes", "mode": "semantic", "kinds": ["preference"]})
+        # "the rest" are far: ranked, not matched (this pins the scan, not the floor)
+        query = {"scope": U1, "query": "garden notes", "mode": "semantic", "kinds": ["preference"], "relevance": "rank"}
+        found = estore.search(query)
         assert sorted(contents(found)) == ["a preference of ann", "a preference of bo", "a preference of cy"]
 
     def test_another_store_object_sees_what_this_one_wrote_and_forgot(

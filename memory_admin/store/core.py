@@ -289,11 +289,11 @@ class StoreCore(ABC):
 
             ranked: list[Ranked]
             if plan.mode == "semantic":
-                ranked = relevant(by_meaning((yield from similar(plan.needed))))
+                ranked = relevant(by_meaning((yield from similar(plan.needed))), plan.query.relevance)
             else:
                 depth = max(plan.needed, tuning.FUSION_CANDIDATES)
                 semantic = yield from similar(depth)
-                ranked = relevant(fuse((yield from s.keyword_candidates(plan, depth)), semantic))
+                ranked = relevant(fuse((yield from s.keyword_candidates(plan, depth)), semantic), plan.query.relevance)
             page = ranked[plan.offset : plan.offset + plan.limit]
             # the page's records, read and checked (a corrupt row is reported, never shown)
             records = yield from s.get_many([hit.id for hit in page])

@@ -136,7 +136,7 @@ def test_sign_in_through_the_provider_and_out_again(page: Page, site: Site) -> N
     expect(page.locator(".messages")).to_contain_text("Acme SSO changed your access: viewer added; tenant=acme added.")
     expect(page.locator(".facets h2")).to_contain_text("tenant=acme")
     page.goto("/?scope=tenant%3Dglobex")
-    expect(page.get_by_text("outside the scopes you may see")).to_be_visible()
+    expect(page.locator("#id_scope-error")).to_contain_text("outside the scopes you may see")  # beside the field
 
     # the groups change at the provider; the next sign-in brings them
     page.get_by_role("button", name="Sign out").click()
