@@ -167,7 +167,9 @@ def test_failures_are_pages_inside_the_layout(page: Page, site: Site) -> None:
     expect(failure.get_by_role("heading")).to_contain_text("Sign-in was declined")
     assert "/accounts/sso/callback/?" in page.url and "error=access_denied" in page.url
     expect(page.locator("header.topbar .brand")).to_be_visible()
-    # the stylesheet applied: the card is a card, not unstyled text
+    # the stylesheet applied: the card is a card, not unstyled text (once it has loaded: a
+    # heading is visible before a busy server has sent the stylesheet)
+    page.wait_for_load_state("load")
     assert page.locator("section.sso-failure").evaluate("e => getComputedStyle(e).borderRadius") != "0px"
 
     # try again from the failure page; no dashboard role for this person
