@@ -437,7 +437,7 @@ def _gather(plan: _Plan) -> Steps[MemorySearchQuery, _Candidates]:
         rivals = held if plan.by_meaning else {r.id for r in holders if shares_term(r, plan.query_terms)}
         # the hits tier takes the best few by the store's ranking, with no relevance floor:
         # what a search returns as matching is the store's rule, what recall injects is its own
-        hits = yield plan.search(plan.max_hits + len(rivals), query=plan.query, matches_only=False)
+        hits = yield plan.search(plan.max_hits + len(rivals), query=plan.query, relevance="rank")
         found.scored = tuple(hits)
         pinned = {record.id for record in found.pinned}
         for hit in hits:

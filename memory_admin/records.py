@@ -389,18 +389,18 @@ class MemorySearchQuery(_TextModel):
     as_of: UtcDatetime | None = None
     include_invalidated: bool = False
     limit: int = Field(default=10, ge=0)
-    matches_only: bool = True
-    """With a query, a search by meaning (semantic, hybrid, quality) returns only the
-    records that match it: those sharing a word with it, and those whose similarity
-    reaches the relevance floor. ``False`` ranks every record in reach and returns the
-    best ``limit`` whatever their similarity (recall's hits tier: the closest few). A
-    keyword search returns matches only either way."""
     mode: SearchMode | None = None
     """How ``query`` matches: ``keyword`` (shared words, BM25), ``semantic`` (meaning:
     the closest vectors in scope), ``hybrid`` (both, fused) or ``quality`` (both, ordered
     by a small learned ranker). ``None``: the store's default — hybrid when it has an
     embedder, else keyword, unless it was opened with another ``search_mode``. Every
     filter holds in every mode."""
+    relevance: Literal["match", "rank"] = "match"
+    """By meaning, which records come back: ``match`` those that share a word with the
+    query or are close enough in meaning (the relevance floor, docs/search.md); ``rank``
+    every record the filters admit, closest first (a vector store's "nearest" semantics,
+    as LangGraph's stores search, and what recall's hits tier takes: the closest few).
+    Keyword search always returns its match set."""
 
     @field_validator("tags", mode="before")
     @classmethod

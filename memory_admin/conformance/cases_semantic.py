@@ -75,10 +75,7 @@ class SemanticCases(ConformanceBase):
         assert found[0].context_score is not None, "the score is the cosine and its context's lift"
         assert found[0].score == pytest.approx(found[0].semantic_score + found[0].context_score, abs=1e-5)
 
-    def test_hybrid_lifts_what_was_stated_with_its_best_match(
-        self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", None)  # the lift of records that match nothing, too
+    def test_hybrid_lifts_what_was_stated_with_its_best_match(self, estore: FullMemoryStore) -> None:
         trip, other_day = timedelta(days=-3), timedelta(days=-9)
         now = estore.write([rec("garden notes")])[0].created_at
         estore.write(
@@ -88,7 +85,8 @@ class SemanticCases(ConformanceBase):
                 rec("the kitchen by the river", observed_at=now + other_day),
             ]
         )
-        hits = estore.search({"scope": U1, "query": "spring planting garden notes", "limit": 10})
+        # every record ranked: the lift of records that match nothing, too
+        hits = estore.search({"scope": U1, "query": "spring planting garden notes", "limit": 10, "relevance": "rank"})
         by = {hit.record.content: hit for hit in hits}
         best = by["garden notes about the spring planting"]
         assert hits[0] is best
@@ -96,7 +94,9 @@ class SemanticCases(ConformanceBase):
         assert best.context_score is not None and best.context_score > 0
         assert hotel.context_score == best.context_score, "one context, one lift: the best match's"
         assert kitchen.context_score is not None and kitchen.context_score < hotel.context_score
-        by_meaning = estore.search({"scope": U1, "query": "spring planting garden notes", "mode": "semantic"})
+        by_meaning = estore.search(
+            {"scope": U1, "query": "spring planting garden notes", "mode": "semantic", "relevance": "rank"}
+        )
         lifts = {hit.record.content: hit.context_score for hit in by_meaning}
         assert lifts["the hotel by the river"] == lifts["garden notes about the spring planting"], "one context"
         cosines = {hit.record.content: hit.semantic_score for hit in by_meaning}
@@ -119,16 +119,16 @@ class SemanticCases(ConformanceBase):
             assert hit.keyword_score is not None or (hit.semantic_score or -1.0) >= floor, hit
 
     @pytest.mark.parametrize("mode", BY_MEANING)
-    def test_matches_only_off_ranks_every_record_in_reach(self, estore: FullMemoryStore, mode: SearchMode) -> None:
+    def test_ranking_asked_for_returns_every_record_in_reach(self, estore: FullMemoryStore, mode: SearchMode) -> None:
         estore.write([rec("garden notes from spring"), rec("quarterly taxes filed"), rec("zzz qqq xxx")])
         estore.write([rec("garden notes of u2", U2)])
         query = {"scope": U1, "query": "garden notes", "mode": mode, "limit": 50}
         assert "zzz qqq xxx" not in contents(estore.search(query))
-        every = contents(estore.search({**query, "matches_only": False}))
+        every = contents(estore.search({**query, "relevance": "rank"}))
         assert every[0] == "garden notes from spring"
         assert sorted(every) == ["garden notes from spring", "quarterly taxes filed", "zzz qqq xxx"], "in scope only"
-        assert len(estore.search({**query, "matches_only": False, "limit": 2})) == 2
-        keyword = estore.search({**query, "mode": "keyword", "matches_only": False})
+        assert len(estore.search({**query, "relevance": "rank", "limit": 2})) == 2
+        keyword = estore.search({**query, "mode": "keyword", "relevance": "rank"})
         assert contents(keyword) == ["garden notes from spring"], "words match or they do not"
 
     @pytest.mark.parametrize("mode", ["hybrid", "quality"])
@@ -140,8 +140,8 @@ class SemanticCases(ConformanceBase):
         assert contents(estore.search({"scope": U1, "query": "shed", "mode": "semantic"})) == []
         fused = estore.search({"scope": U1, "query": "shed", "mode": mode})
         assert contents(fused) == ["the shed key hangs by the door"], "it shares a word"
-        monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", None)  # no floor: the whole scope, ranked
-        assert len(estore.search({"scope": U1, "query": "shed", "mode": "semantic"})) == 2
+        for ranking in BY_MEANING:  # ranking asked for: every record, the closest first
+            assert len(estore.search({"scope": U1, "query": "shed", "mode": ranking, "relevance": "rank"})) == 2
 
     def test_quality_orders_by_its_weighted_features(
         self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch
@@ -268,13 +268,12 @@ class SemanticCases(ConformanceBase):
                 break
         assert sorted(seen) == sorted(f"garden notes number {i}" for i in range(12))
 
-    def test_filters_that_rule_out_the_closest_still_find_the_rest(
-        self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", None)  # "the rest" are far: this pins the scan, not the floor
+    def test_filters_that_rule_out_the_closest_still_find_the_rest(self, estore: FullMemoryStore) -> None:
         estore.write([rec(f"garden notes number {i}") for i in range(260)])
         estore.write([rec(f"a preference of {name}", kind="preference") for name in ("ann", "bo", "cy")])
-        found = estore.search({"scope": U1, "query": "garden notes", "mode": "semantic", "kinds": ["preference"]})
+        # "the rest" are far: ranked, not matched (this pins the scan, not the floor)
+        query = {"scope": U1, "query": "garden notes", "mode": "semantic", "kinds": ["preference"], "relevance": "rank"}
+        found = estore.search(query)
         assert sorted(contents(found)) == ["a preference of ann", "a preference of bo", "a preference of cy"]
 
     def test_another_store_object_sees_what_this_one_wrote_and_forgot(

@@ -26,7 +26,6 @@ from memory_admin.records import (
     MAX_KEY_CHARS,
     MAX_REASON_CHARS,
     MAX_TAG_CHARS,
-    SEARCH_MODES,
     Kind,
     SearchMode,
     normalize_content,
@@ -155,9 +154,10 @@ class BrowseForm(QueryStringForm):
     )
     mode = forms.ChoiceField(
         required=False,
-        choices=[("", "best (hybrid when the store embeds)"), *((m, m) for m in SEARCH_MODES)],
+        # short enough for a phone's width: "best" is hybrid where the store embeds
+        choices=[("", "best for this store"), ("keyword", "words"), ("semantic", "meaning"), ("hybrid", "both")],
         label="By",
-        help_text="words (keyword), meaning (semantic), or both (hybrid)",
+        help_text="words (keyword), meaning (semantic), or both (hybrid); best is both where the store embeds",
     )
     kind = forms.MultipleChoiceField(
         required=False, choices=[(k, k) for k in KINDS], widget=forms.CheckboxSelectMultiple, label="Kind"

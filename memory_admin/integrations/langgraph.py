@@ -934,8 +934,8 @@ class MemoryAdminStore(BaseStore):
                 "keys": (namespace_slot(prefix),),
                 "key_match": "prefix",
                 "limit": size,
-                # LangGraph's search ranks every item by similarity: no relevance floor
-                "matches_only": False,
+                # LangGraph's stores rank every item the filter admits, the nearest first
+                "relevance": "rank",
             },
             what="search",
         )

@@ -317,8 +317,7 @@ class StoreCore(ABC):
                     ranked = quality.rank(keyword, semantic, len(plan.tokens))
                 else:
                     ranked = fuse(keyword, semantic)
-            if plan.query.matches_only:
-                ranked = relevant(ranked)
+            ranked = relevant(ranked, plan.query.relevance)
             page = ranked[plan.offset : plan.offset + plan.limit]
             # the page's records, read and checked (a corrupt row is reported, never shown)
             records = yield from s.get_many([hit.id for hit in page])

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from memory_admin import tuning
 from memory_admin.embed.fusion import context_lift, zscore_fusion
@@ -202,13 +202,13 @@ class Ranked:
         )
 
 
-def relevant(ranked: Sequence[Ranked]) -> list[Ranked]:
+def relevant(ranked: Sequence[Ranked], relevance: Literal["match", "rank"] = "match") -> list[Ranked]:
     """The hits of a semantic, hybrid or quality search that match its query: those
     sharing a word with it (a keyword score), and those whose cosine similarity reaches
-    :data:`~memory_admin.tuning.RELEVANCE_FLOOR`. Without this every record of the scope
-    would come back, ranked. The one home of the rule, for every backend."""
+    :data:`~memory_admin.tuning.RELEVANCE_FLOOR` — or, for ``relevance="rank"``, all of
+    them, in their order. The one home of the rule, for every backend."""
     floor = tuning.RELEVANCE_FLOOR
-    if floor is None:
+    if floor is None or relevance == "rank":
         return list(ranked)
     return [
         hit

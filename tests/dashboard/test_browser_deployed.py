@@ -407,8 +407,23 @@ def test_recall_charts_read_on_a_phone(phone: Page) -> None:
     assert one["buckets"] == 1 and one["value"] and one["radius"] > 0  # the budget is drawn for one bucket too
 
 
+SELECT_FITS = """el => {
+  const style = getComputedStyle(el);
+  const ctx = document.createElement("canvas").getContext("2d");
+  ctx.font = style.font;
+  const text = ctx.measureText(el.options[el.selectedIndex].text).width;
+  return {text, room: el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 20};
+}"""
+
+
 def test_smaller_findings_on_a_phone(phone: Page, browser: Browser, site: Deployed) -> None:
     sign_in(phone, "ada")
+    if site.embeds:  # the "By" select shows its choice whole
+        phone.goto(f"/?{DANA}&q=aisle+seat")
+        for choice in ("", "keyword", "semantic", "hybrid"):
+            phone.get_by_label("By", exact=True).evaluate(f"el => {{ el.value = {choice!r}; }}")
+            fits = phone.get_by_label("By", exact=True).evaluate(SELECT_FITS)
+            assert fits["text"] <= fits["room"], (choice, fits)
     phone.goto(f"/?{DANA}")
     labels = phone.locator("section.results td[data-label='Key · tags']")
     assert all(text.strip() for text in labels.all_inner_texts())  # no label over an empty cell

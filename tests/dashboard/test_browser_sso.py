@@ -136,7 +136,7 @@ def test_sign_in_through_the_provider_and_out_again(page: Page, site: Site) -> N
     expect(page.locator(".messages")).to_contain_text("Acme SSO changed your access: viewer added; tenant=acme added.")
     expect(page.locator(".facets h2")).to_contain_text("tenant=acme")
     page.goto("/?scope=tenant%3Dglobex")
-    expect(page.get_by_text("outside the scopes you may see")).to_be_visible()
+    expect(page.locator("#id_scope-error")).to_contain_text("outside the scopes you may see")  # beside the field
 
     # the groups change at the provider; the next sign-in brings them
     page.get_by_role("button", name="Sign out").click()
@@ -167,7 +167,9 @@ def test_failures_are_pages_inside_the_layout(page: Page, site: Site) -> None:
     expect(failure.get_by_role("heading")).to_contain_text("Sign-in was declined")
     assert "/accounts/sso/callback/?" in page.url and "error=access_denied" in page.url
     expect(page.locator("header.topbar .brand")).to_be_visible()
-    # the stylesheet applied: the card is a card, not unstyled text
+    # the stylesheet applied: the card is a card, not unstyled text (once it has loaded: a
+    # heading is visible before a busy server has sent the stylesheet)
+    page.wait_for_load_state("load")
     assert page.locator("section.sso-failure").evaluate("e => getComputedStyle(e).borderRadius") != "0px"
 
     # try again from the failure page; no dashboard role for this person
