@@ -135,3 +135,15 @@ def test_bad_options_are_typed_errors(store: BaseMemoryStore, arguments: dict[st
     with pytest.raises(MemoryValidationError) as caught:
         assemble_turn_recall(store, DANA, "seat", injected=[], **options)  # type: ignore[arg-type]
     assert caught.value.problems[0]["loc"] == where
+
+
+def test_forgetting_a_record_a_turn_named_removes_its_message(store: BaseMemoryStore) -> None:
+    ids = _facts(store)
+    peanuts = ids["Dana is allergic to peanuts."]
+    assemble_turn_recall(store, DANA, "peanuts and my seat", injected=[], turn=2)
+    assemble_turn_recall(store, DANA, "any peanuts?", injected=[peanuts], turn=3)  # found again, left out
+    store.flush_events()
+    assert store.delete(peanuts)
+    for stored in store.query_events({"types": ["agent.memory.recall_turn"]}):
+        assert isinstance(stored.event, MemoryRecallTurnEvent)
+        assert stored.event.query_preview is None and stored.event.redacted, "it named what was forgotten"
