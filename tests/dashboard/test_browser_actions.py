@@ -150,7 +150,7 @@ def test_recall_graphs_and_drill_down(page: Page, demo_store: InMemoryMemoryStor
     )
     assert planner_points >= 1
     # drill into the newest truncated recall
-    page.locator("table").last.get_by_text("1 deferred").first.locator("xpath=ancestor::tr//a").click()
+    page.locator("table").last.get_by_text("1 deferred").first.locator("xpath=ancestor::tr/td[1]//a").click()
     page.wait_for_url(re.compile(r"/recall/events/\d+/$"))
     event_id = int(page.url.rstrip("/").split("/")[-1])
     stored = demo_store.get_event(event_id)
