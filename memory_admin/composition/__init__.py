@@ -9,6 +9,15 @@ with every line's source, and :func:`lint_composition` reports on its health.
 
 from __future__ import annotations
 
+from memory_admin.composition.lint import (
+    CeilingFinding,
+    ConflictFinding,
+    LintReport,
+    NeverRecalled,
+    SizeFinding,
+    StaleFinding,
+    lint_composition,
+)
 from memory_admin.composition.loading import load_composition, parse_composition
 from memory_admin.composition.model import (
     BACKGROUND_SECTIONS,
@@ -32,8 +41,10 @@ from memory_admin.composition.overlay import (
     PrimitiveSize,
     Spilled,
     apply_memory_overlay,
+    section_of,
     sections_of,
 )
+from memory_admin.composition.render import PromptDiff, PromptLine, RenderedPrompt, SectionChange, diff, render_prompt
 from memory_admin.composition.tiers import TIERS, Tier, fits, payload_missing, refusal, slot_of, tier_of
 from memory_admin.errors import CompositionError
 
@@ -48,23 +59,37 @@ __all__ = [
     "AwarenessDomain",
     "Background",
     "Budgets",
+    "CeilingFinding",
     "CompositionError",
+    "ConflictFinding",
     "Dropped",
     "Example",
     "Judgment",
+    "LintReport",
     "ManualCapability",
+    "NeverRecalled",
     "Overlay",
     "OverlayEntry",
     "Primitive",
     "PrimitiveSize",
+    "PromptDiff",
+    "PromptLine",
+    "RenderedPrompt",
+    "SectionChange",
+    "SizeFinding",
     "Spilled",
+    "StaleFinding",
     "Tier",
     "apply_memory_overlay",
+    "diff",
     "fits",
+    "lint_composition",
     "load_composition",
     "parse_composition",
     "payload_missing",
     "refusal",
+    "render_prompt",
+    "section_of",
     "sections_of",
     "slot_of",
     "tier_of",

@@ -266,7 +266,9 @@ def _unfit(record: MemoryRecord, composition: AgentComposition) -> str | None:
     return why
 
 
-def _section_of(record: MemoryRecord) -> str | None:
+def section_of(record: MemoryRecord) -> str | None:
+    """The section ``record``'s target aims at (``None`` without a target), whether or not
+    the composition has it."""
     target = record.target
     if isinstance(target, BackgroundTarget):
         return f"background.{target.section}"
@@ -295,7 +297,7 @@ def apply_memory_overlay(composition: AgentComposition, promoted: Sequence[Memor
     for record in records:
         why = _unfit(record, composition)
         if why is not None:
-            dropped.append(Dropped(record_id=record.id, reason="unfit", detail=why, section=_section_of(record)))
+            dropped.append(Dropped(record_id=record.id, reason="unfit", detail=why, section=section_of(record)))
             continue
         item = _learned(record)
         slot = (item.section, item.identity)

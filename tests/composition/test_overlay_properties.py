@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_admin.composition import LEARNABLE, AgentComposition, Overlay, apply_memory_overlay, parse_composition
+from memory_admin.composition.model import BackgroundSection
 from memory_admin.composition.overlay import fold
 from memory_admin.records import MemoryRecord
 from tests.support.compositions import AWARENESS, RECOVERY, T0, background, example, judgment, learned
@@ -18,7 +19,7 @@ from tests.support.compositions import AWARENESS, RECOVERY, T0, background, exam
 DOMAINS = ("triage", "billing")
 KEYS = ("lead", "stack", "freeze")
 WORDS = ("Check the status page.", "check the STATUS page.", "Ask for the invoice.", "Retry once.", "Escalate.")
-SECTIONS = ("team_context", "conventions", "current_state")
+SECTIONS: tuple[BackgroundSection, ...] = ("team_context", "conventions", "current_state")
 
 texts = st.sampled_from(WORDS)
 small_budget = st.integers(min_value=0, max_value=120)
@@ -101,7 +102,7 @@ def test_overlay_properties(composition: AgentComposition, records: list[MemoryR
             assert len(set(learned_texts)) == len(learned_texts)
             assert not set(learned_texts) & {fold(e.text) for e in before}
 
-    for section in ("team_context", "conventions", "current_state"):
+    for section in SECTIONS:
         assert composition.background.section(section).items() <= result.composition.background.section(section).items()
     assert_budgets(result)
     assert {rid for ids in result.applied.values() for rid in ids} == set(result.applied_ids)

@@ -68,7 +68,7 @@ def test_the_table_names_identity_locked_and_every_target_slot() -> None:
     }
     assert slots <= set(TIERS)
     assert slot_of(TARGET.validate_python(judgment("triage", "constraints"))) == "judgment.constraints"
-    assert Tier.GUARDED == "guarded"
+    assert Tier("guarded") is Tier.GUARDED
 
 
 def test_fitting_targets_have_no_refusal() -> None:
