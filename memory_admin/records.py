@@ -385,6 +385,9 @@ class MemorySearchQuery(_TextModel):
     key_match: Literal["exact", "prefix"] = "exact"
     targeted: bool | None = None
     """Only records that carry a target (True), or only those that carry none (False)."""
+    promoted: bool | None = None
+    """Only records promoted into their agent's composition now (True), or only those
+    that are not (False): recall leaves the promoted ones out, the composition holds them."""
     agent: str | None = Field(default=None, min_length=1, max_length=200)
     as_of: UtcDatetime | None = None
     include_invalidated: bool = False

@@ -502,3 +502,29 @@ def test_the_index_tokenizer_splits_python_s_terms_only_at_the_spaces(text: str)
         conn.execute("CREATE VIRTUAL TABLE probe_terms USING fts5vocab(probe, row)")
         conn.execute("INSERT INTO probe (terms) VALUES (?)", [" ".join(terms)])
         assert sorted(term for (term,) in conn.execute("SELECT term FROM probe_terms")) == sorted(set(terms))
+
+
+def test_targeted_records_written_before_learnings_become_candidates(tmp_path: Path) -> None:
+    """A file from before promotion state (schema 10) migrates: its targeted records are
+    candidates, born when they were written; its other records are none."""
+    path = tmp_path / "memory.sqlite3"
+    target = {"primitive": "background", "section": "conventions", "key": "deploys"}
+    with SqliteMemoryStore(path) as store:
+        plain = write_one(store, "a plain fact")
+        targeted = write_one(store, "Deploys freeze on Fridays.", target=target)
+    with closing(raw(path)) as conn:
+        for table in ("memory_promotions", "memory_promotion_history", "memory_proposals"):
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute("DROP TABLE memory_composition_uses")
+        conn.execute("DROP TABLE memory_compositions")
+        conn.execute("DROP TRIGGER memory_records_learnings_ad")
+        conn.execute("PRAGMA user_version = 10")
+    with SqliteMemoryStore(path) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        assert store.promotion(plain) is None
+        found = store.promotion(targeted)
+        assert found is not None and (found.state, found.primitive, found.revision) == ("candidate", "background", 0)
+        assert found.at == store.get(targeted).created_at  # type: ignore[union-attr]
+        assert [t.state for t in store.promotion_history(targeted)] == ["candidate"]
+        store.promote(targeted, actor="lena", tier="auto")
+        assert [r.id for r in store.promoted_records(U1)] == [targeted]
