@@ -72,8 +72,8 @@ class AsyncBridge:
     def corroborate(self, record_id: str, provenance: Any) -> MemoryRecord:
         return self._runner.run(self._full.acorroborate(record_id, provenance))
 
-    def decide(self, decisions: Sequence[Any]) -> list[DecisionOutcome]:
-        return self._runner.run(self._full.adecide(decisions))
+    def decide(self, decisions: Sequence[Any], **options: Any) -> list[DecisionOutcome]:
+        return self._runner.run(self._full.adecide(decisions, **options))
 
     def promote(self, record_id: str, **fields: Any) -> Promotion:
         return self._runner.run(self._full.apromote(record_id, **fields))

@@ -257,12 +257,14 @@ class BaseLearningStore(BaseEventLogStore):
 
     # --- decisions -----------------------------------------------------------------------
 
-    def decide(self, decisions: Sequence[DecisionLike]) -> list[DecisionOutcome]:
+    def decide(self, decisions: Sequence[DecisionLike], *, all_or_nothing: bool = False) -> list[DecisionOutcome]:
         """See :meth:`~memory_admin.store.protocol.PromotionMemoryStore.decide`."""
-        return self._drive(self._decide(decisions))
+        return self._drive(self._decide(decisions, all_or_nothing))
 
-    async def adecide(self, decisions: Sequence[DecisionLike]) -> list[DecisionOutcome]:
-        return await self._adrive(self._decide(decisions))
+    async def adecide(
+        self, decisions: Sequence[DecisionLike], *, all_or_nothing: bool = False
+    ) -> list[DecisionOutcome]:
+        return await self._adrive(self._decide(decisions, all_or_nothing))
 
     def promote(
         self,
@@ -377,7 +379,9 @@ class BaseLearningStore(BaseEventLogStore):
             raise MemoryValidationError(outcome.message or "", [{"loc": "state", "msg": outcome.refused or ""}])
         raise MemoryConflictError(outcome.message or "", record_id=outcome.record_id, refused=outcome.refused)
 
-    def _decide(self, decisions: Sequence[DecisionLike]) -> Steps[Work, list[DecisionOutcome]]:
+    def _decide(
+        self, decisions: Sequence[DecisionLike], all_or_nothing: bool = False
+    ) -> Steps[Work, list[DecisionOutcome]]:
         parsed = [
             parse_model(Decision, d, what=f"decision {i}") for i, d in enumerate(check_list(decisions, "decisions"))
         ]
@@ -406,6 +410,10 @@ class BaseLearningStore(BaseEventLogStore):
                 record = records.get(decision.record_id)
                 before = current.get(decision.record_id)
                 refusal = self._refusal(decision, record, before, overlays, now)
+                if refusal is not None and all_or_nothing:
+                    raise MemoryConflictError(
+                        f"Nothing was applied: {refusal.message}", record_id=refusal.record_id, refused=refusal.refused
+                    )
                 if refusal is not None:
                     outcomes.append(refusal)
                     continue

@@ -460,7 +460,9 @@ class PromotionMemoryStore(MemoryStore, Protocol):
         expired record is a :class:`~memory_admin.errors.MemoryConflictError`."""
         ...
 
-    def decide(self, decisions: Sequence[Decision | Mapping[str, Any]]) -> list[DecisionOutcome]:
+    def decide(
+        self, decisions: Sequence[Decision | Mapping[str, Any]], *, all_or_nothing: bool = False
+    ) -> list[DecisionOutcome]:
         """Apply each decision (a move of one record into a state) in one transaction,
         and say per decision whether it applied or why not: ``not_found``,
         ``not_candidate`` (no target), ``moved`` (its :class:`~memory_admin.promotion.Pin`
@@ -468,7 +470,8 @@ class PromotionMemoryStore(MemoryStore, Protocol):
         composition), ``not_allowed`` (:data:`~memory_admin.promotion.MOVES`; promoting an
         invalid record, one without a tier or a locked one; rejecting or demoting without
         a reason) or ``needs_person`` (a guarded-tier promotion not decided by a person).
-        A refused decision changes nothing; the others apply."""
+        A refused decision changes nothing; the others apply — or, ``all_or_nothing``, none
+        does: the first refusal raises :class:`~memory_admin.errors.MemoryConflictError`."""
         ...
 
     def promote(self, record_id: str, *, actor: str, **fields: Any) -> Promotion:
@@ -544,7 +547,9 @@ class PromotionMemoryStore(MemoryStore, Protocol):
 
     async def aregister_composition(self, composition: AgentComposition, scope: Mapping[str, str]) -> str: ...
     async def acorroborate(self, record_id: str, provenance: Provenance | Mapping[str, Any]) -> MemoryRecord: ...
-    async def adecide(self, decisions: Sequence[Decision | Mapping[str, Any]]) -> list[DecisionOutcome]: ...
+    async def adecide(
+        self, decisions: Sequence[Decision | Mapping[str, Any]], *, all_or_nothing: bool = False
+    ) -> list[DecisionOutcome]: ...
     async def apromote(self, record_id: str, *, actor: str, **fields: Any) -> Promotion: ...
     async def areject(self, record_id: str, *, actor: str, reason: str, **fields: Any) -> Promotion: ...
     async def ademote(self, record_id: str, *, actor: str, reason: str, **fields: Any) -> Promotion: ...
