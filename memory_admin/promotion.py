@@ -261,6 +261,48 @@ def state_after(record: MemoryRecord, transition: Transition, *, primitive: str)
     )
 
 
+ProposalKind = Literal["merge", "invalidate", "demote"]
+ProposalStatus = Literal["pending", "accepted", "rejected"]
+
+
+class ProposalInput(_Frozen):
+    """A curation the gardening pass proposes for a person to accept or reject."""
+
+    kind: ProposalKind
+    """``merge``: the record repeats ``other_id`` (accepting invalidates it, its
+    sightings joining the other's supports); ``invalidate``: a stale fact; ``demote``: a
+    promoted learning whose eval no longer passes."""
+    record_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    other_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
+    reason: str = Field(min_length=1, max_length=MAX_REASON_CHARS)
+    evidence: dict[str, JsonValue] = Field(default_factory=dict)
+    """Ids, counts and scores only."""
+    by: str = Field(default="garden", min_length=1, max_length=MAX_ACTOR_CHARS)
+
+
+class Proposal(_Frozen):
+    """A stored proposal and, once a person settled it, who did and why."""
+
+    id: int
+    kind: ProposalKind
+    record_id: str
+    other_id: str | None = None
+    scope: CanonicalScope
+    status: ProposalStatus
+    reason: str
+    evidence: dict[str, JsonValue] = Field(default_factory=dict)
+    by: str
+    at: UtcDatetime
+    decided_at: UtcDatetime | None = None
+    actor: str | None = None
+    decision_reason: str | None = None
+
+
+class ProposalPage(_Frozen):
+    proposals: list[Proposal]
+    next_cursor: str | None = None
+
+
 class RegisteredComposition(_Frozen):
     """A composition a host registered for a scope, and when."""
 
@@ -286,6 +328,11 @@ __all__ = [
     "PromotionPage",
     "PromotionQuery",
     "PromotionState",
+    "Proposal",
+    "ProposalInput",
+    "ProposalKind",
+    "ProposalPage",
+    "ProposalStatus",
     "RegisteredComposition",
     "TierName",
     "Transition",

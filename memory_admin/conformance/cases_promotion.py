@@ -430,3 +430,47 @@ class PromotionCases(ConformanceBase):
             assert {h.record.id for h in store.search({**base, "promoted": False})} == {other.id}
             assert {h.record.id for h in store.search({**base, "promoted": True})} == {record.id}
             assert len(store.search(base)) == 2
+
+    # --- the gardening pass's proposals ------------------------------------------------------
+
+    def test_proposals_are_kept_listed_and_settled_once(self, store: FullMemoryStore) -> None:
+        self._promoting(store)
+        first, second = store.write([learning("Ask for the plan."), learning("Ask for the plan first.")])
+        made = store.propose(
+            [
+                {
+                    "kind": "merge",
+                    "record_id": second.id,
+                    "other_id": first.id,
+                    "reason": "repeats it",
+                    "evidence": {"overlap": 1.0},
+                },
+                {"kind": "invalidate", "record_id": first.id, "reason": "stale"},
+                {"kind": "invalidate", "record_id": "mem_00000000000000000000000000", "reason": "unknown"},
+                {"kind": "merge", "record_id": second.id, "other_id": first.id, "reason": "again"},
+            ]
+        )
+        assert [(p.kind, p.record_id, p.other_id, p.status) for p in made] == [
+            ("merge", second.id, first.id, "pending"),
+            ("invalidate", first.id, None, "pending"),
+        ]
+        assert made[0].evidence == {"overlap": 1.0} and made[0].scope == U1 and made[0].by == "garden"
+        page = store.proposals(ACME, limit=1)
+        assert [p.id for p in page.proposals] == [made[1].id] and page.next_cursor is not None
+        assert [p.id for p in store.proposals(ACME, limit=1, cursor=page.next_cursor).proposals] == [made[0].id]
+        assert store.proposals({"tenant": "globex"}).proposals == []
+        settled = store.settle_proposal(made[1].id, accepted=False, actor="lena", reason="still true")
+        assert (settled.status, settled.actor, settled.decision_reason) == ("rejected", "lena", "still true")
+        with pytest.raises(MemoryConflictError):
+            store.settle_proposal(made[1].id, accepted=True, actor="mei")
+        with pytest.raises(MemoryNotFoundError):
+            store.settle_proposal(10_000, accepted=True, actor="mei")
+        assert [p.id for p in store.proposals(ACME).proposals] == [made[0].id], "pending ones by default"
+        assert [p.status for p in store.proposals(ACME, statuses=None).proposals] == ["rejected", "pending"]
+        assert store.propose([{"kind": "invalidate", "record_id": first.id, "reason": "stale again"}]) == [], (
+            "a rejected proposal is not made again"
+        )
+        store.delete(first.id)
+        assert store.proposals(ACME, statuses=None).proposals == [], "gone with either record they name"
+        with pytest.raises(MemoryValidationError):
+            store.propose([{"kind": "rewrite", "record_id": second.id, "reason": "no such kind"}])

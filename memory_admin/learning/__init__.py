@@ -10,6 +10,7 @@ The pure layer (the composition, tiers, the overlay, the rendered prompt, lint) 
 from __future__ import annotations
 
 from memory_admin.learning.compose import Composed, acompose, compose, overlay_event
+from memory_admin.learning.garden import GardenReport, garden, recall_counts
 from memory_admin.learning.gates import (
     DEFAULT_RECURRENCE,
     CandidateOutcome,
@@ -28,6 +29,7 @@ __all__ = [
     "CandidateOutcome",
     "Composed",
     "EvalGate",
+    "GardenReport",
     "GateResult",
     "PromotionPolicy",
     "PromotionReport",
@@ -36,9 +38,11 @@ __all__ = [
     "compose",
     "conversations",
     "edit_and_approve",
+    "garden",
     "overlay_event",
     "pick_survivor",
     "promote_candidates",
+    "recall_counts",
     "reconcile",
     "reject",
     "rollback",

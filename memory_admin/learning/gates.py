@@ -209,7 +209,9 @@ def _scores(value: float | EvalScores) -> dict[str, float]:
 
 
 @dataclass
-class _Evaluator:
+class Evaluator:
+    """A host's eval gate, scoring each overlay once."""
+
     gate: EvalGate
     tolerance: float
     cache: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -243,7 +245,8 @@ OVERLAP = 0.6
 RESTATES = 0.9
 
 
-def _words(text: str) -> tuple[frozenset[str], bool]:
+def content_words(text: str) -> tuple[frozenset[str], bool]:
+    """A text's stemmed words without negations and stop words, and whether it is negated."""
     tokens = set(unique_tokens(text.replace("'", "")))
     negated = bool(tokens & NEGATIONS)
     return frozenset(tokens - NEGATIONS - STOP_WORDS), negated
@@ -269,7 +272,7 @@ def reconcile(
     if not isinstance(target, JudgmentTarget):
         return None
     judgment = composition.judgment(target.domain)
-    mine, negated = _words(record.content)
+    mine, negated = content_words(record.content)
     if not mine or judgment is None:
         return None
     items: list[tuple[str, str, str, int | None]] = []
@@ -281,7 +284,7 @@ def reconcile(
             items.append((other.id, f"judgment.{target.domain}.{other.target.slot}", other.content, None))
     best: ReconcileFinding | None = None
     for against, section, text, index in items:
-        theirs, their_negation = _words(text)
+        theirs, their_negation = content_words(text)
         if not theirs:
             continue
         overlap = len(mine & theirs) / min(len(mine), len(theirs))
@@ -352,7 +355,7 @@ def judge(
     composition: AgentComposition,
     promoted: Sequence[MemoryRecord],
     policy: PromotionPolicy,
-    evaluator: _Evaluator | None,
+    evaluator: Evaluator | None,
     before: Overlay,
 ) -> tuple[Tier, _Verdict]:
     """One candidate through its tier's gates, against the learnings promoted so far."""
@@ -461,7 +464,7 @@ def promote_candidates(
     promoted = list(store.promoted_records(view, agent=policy.agent))
     start = current = apply_memory_overlay(composition, promoted)
     stale = False
-    evaluator = _Evaluator(policy.eval_gate, policy.tolerance) if policy.eval_gate is not None else None
+    evaluator = Evaluator(policy.eval_gate, policy.tolerance) if policy.eval_gate is not None else None
     outcomes: list[CandidateOutcome] = []
     decisions: list[Decision] = []
     for candidate in _candidates(store, view, policy):

@@ -43,6 +43,10 @@ from memory_admin.promotion import (
     PromotionPage,
     PromotionQuery,
     PromotionState,
+    Proposal,
+    ProposalInput,
+    ProposalPage,
+    ProposalStatus,
     RegisteredComposition,
     TierName,
     Transition,
@@ -53,7 +57,7 @@ from memory_admin.promotion import (
 from memory_admin.records import MemoryRecord, MemorySearchQuery, Provenance, parse_model
 from memory_admin.scope import TENANT_KEY, Scope, ScopeMatch, canonical_scope, is_subset_match, scope_json
 from memory_admin.steps import Steps
-from memory_admin.store.arguments import check_id, check_list, check_time
+from memory_admin.store.arguments import check_count, check_event_id, check_id, check_list, check_time
 from memory_admin.store.core import MAX_PROMOTED
 from memory_admin.store.event_log import BaseEventLogStore
 from memory_admin.store.plan import Cursor, SearchPlan, now_us
@@ -683,6 +687,67 @@ class BaseLearningStore(BaseEventLogStore):
             )
         return limit
 
+    # --- the gardening pass's proposals ----------------------------------------------------
+
+    def propose(self, proposals: Sequence[ProposalInput | Mapping[str, Any]]) -> list[Proposal]:
+        """See :meth:`~memory_admin.store.protocol.PromotionMemoryStore.propose`."""
+        parsed = [
+            parse_model(ProposalInput, p, what=f"proposal {i}")
+            for i, p in enumerate(check_list(proposals, "proposals"))
+        ]
+        if not parsed:
+            return []
+        now = self._clock()
+        return self._run_unit(Unit("write", lambda s: s.add_proposals(parsed, now)))
+
+    def proposals(
+        self,
+        scope: Mapping[str, str],
+        *,
+        statuses: Sequence[ProposalStatus] | None = ("pending",),
+        scope_match: ScopeMatch = "subset",
+        agent: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> ProposalPage:
+        """See :meth:`~memory_admin.store.protocol.PromotionMemoryStore.proposals`."""
+        limit = self._listing_limit(check_count(limit, "limit"))
+        before = _proposal_cursor(cursor) if cursor else None
+        plan = _reached(scope, scope_match, agent, limit, self._clock())
+        wanted = tuple(check_list(statuses, "statuses")) if statuses is not None else None
+        rows: list[Proposal] = self._run_unit(Unit("read", lambda s: s.list_proposals(plan, wanted, before, limit + 1)))
+        page = rows[:limit]
+        more = len(rows) > limit
+        return ProposalPage(proposals=page, next_cursor=f"g{page[-1].id}" if more and page else None)
+
+    def settle_proposal(self, proposal_id: int, *, accepted: bool, actor: str, reason: str | None = None) -> Proposal:
+        """See :meth:`~memory_admin.store.protocol.PromotionMemoryStore.settle_proposal`."""
+        check_event_id(proposal_id)  # a positive 64-bit integer, like an event id
+        who = Decision(record_id="-", state="candidate", actor=actor, reason=reason)  # the same checks as a decision's
+        now = self._clock()
+
+        def steps(s: Session) -> Steps[Statement, Proposal]:
+            found = yield from s.get_proposal(proposal_id, lock=True)
+            if found is None:
+                raise MemoryNotFoundError(str(proposal_id), f"No proposal {proposal_id}.")
+            if found.status != "pending":
+                raise MemoryConflictError(
+                    f"Proposal {proposal_id} was {found.status} already (by {found.actor}); nothing changed.",
+                    proposal_id=proposal_id,
+                )
+            settled = found.model_copy(
+                update={
+                    "status": "accepted" if accepted else "rejected",
+                    "decided_at": now,
+                    "actor": who.actor,
+                    "decision_reason": who.reason,
+                }
+            )
+            yield from s.settle_proposal(settled)
+            return settled
+
+        return self._run_unit(Unit("write", steps))
+
     # --- the promoted records a composition is made of -----------------------------------
 
     def promoted_records(
@@ -779,6 +844,15 @@ class BaseLearningStore(BaseEventLogStore):
 
 def scope_key(scope: Scope | None) -> str:
     return "" if scope is None else scope_json(scope)
+
+
+def _proposal_cursor(text: str) -> int:
+    if text.startswith("g") and text[1:].isdigit():
+        return int(text[1:])
+    raise MemoryValidationError(
+        "That page cursor is not one this store issued; start from the first page.",
+        [{"loc": "cursor", "msg": "malformed cursor"}],
+    )
 
 
 def _transition_cursor(text: str) -> tuple[int, int, int]:

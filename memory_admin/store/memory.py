@@ -19,6 +19,9 @@ from memory_admin.events import AnyEvent, EventQuery, StoredEvent, event_matches
 from memory_admin.promotion import (
     Promotion,
     PromotionQuery,
+    Proposal,
+    ProposalInput,
+    ProposalStatus,
     RegisteredComposition,
     Transition,
     TransitionQuery,
@@ -68,6 +71,8 @@ class _State:
     history: dict[str, list[Transition]] = field(default_factory=dict)
     compositions: dict[str, tuple[str, str, datetime]] = field(default_factory=dict)
     uses: list[RegisteredComposition] = field(default_factory=list)
+    proposals: dict[int, Proposal] = field(default_factory=dict)
+    next_proposal: int = 1
 
 
 def _context(record: MemoryRecord) -> Hashable:
@@ -134,6 +139,7 @@ class _Session:
         self._compositions: dict[str, tuple[str, str, datetime]] = {}
         self._uses: list[RegisteredComposition] = []
         self._erased_uses: list[Scope] = []
+        self._proposals: dict[int, Proposal] = {}
 
     def _current(self, record_id: str) -> MemoryRecord | None:
         if record_id in self._deletes:
@@ -541,6 +547,55 @@ class _Session:
             self._erased_uses.append(scope)
         return no_statements(sum(1 for use in self._state.uses if is_subset_match(use.scope, scope)))
 
+    def _all_proposals(self) -> list[Proposal]:
+        merged = {**self._state.proposals, **self._proposals}
+        return [p for _, p in sorted(merged.items()) if self._current(p.record_id) is not None]
+
+    def add_proposals(self, proposals: Sequence[ProposalInput], at: datetime) -> Steps[Statement, list[Proposal]]:
+        taken = {(p.record_id, p.kind) for p in self._all_proposals()}
+        made = []
+        for proposal in proposals:
+            record = self._current(proposal.record_id)
+            if record is None or (proposal.record_id, proposal.kind) in taken:
+                continue
+            other = proposal.other_id if proposal.other_id and self._current(proposal.other_id) else None
+            pid = self._state.next_proposal + len(self._proposals)
+            stored = Proposal(
+                id=pid,
+                kind=proposal.kind,
+                record_id=proposal.record_id,
+                other_id=other,
+                scope=record.scope,
+                status="pending",
+                reason=proposal.reason,
+                evidence=proposal.evidence,
+                by=proposal.by,
+                at=at,
+            )
+            self._proposals[pid] = stored
+            taken.add((proposal.record_id, proposal.kind))
+            made.append(stored)
+        return no_statements(made)
+
+    def list_proposals(
+        self, plan: SearchPlan, statuses: Sequence[ProposalStatus] | None, before: int | None, limit: int
+    ) -> Steps[Statement, list[Proposal]]:
+        found = []
+        for proposal in reversed(self._all_proposals()):
+            record = self._current(proposal.record_id)
+            if record is None or not reaches(record, plan):
+                continue
+            if (statuses is None or proposal.status in statuses) and (before is None or proposal.id < before):
+                found.append(proposal)
+        return no_statements(found[:limit])
+
+    def get_proposal(self, proposal_id: int, *, lock: bool = False) -> Steps[Statement, Proposal | None]:
+        return no_statements(next((p for p in self._all_proposals() if p.id == proposal_id), None))
+
+    def settle_proposal(self, settled: Proposal) -> Steps[Statement, None]:
+        self._proposals[settled.id] = settled
+        return no_statements(None)
+
     def lock_learnings(self, tenant: str) -> Steps[Statement, None]:
         return no_statements(None)  # the store's lock serialises units
 
@@ -575,6 +630,9 @@ class _Session:
         for record_id, added in self._history.items():
             if record_id not in self._deletes:
                 state.history.setdefault(record_id, []).extend(added)
+        fresh = [pid for pid in self._proposals if pid not in state.proposals]
+        state.proposals.update(self._proposals)
+        state.next_proposal = max([state.next_proposal, *(pid + 1 for pid in fresh)])
         for record in self._inserts:
             terms = _terms(record)
             length = sum(terms.values())
@@ -616,6 +674,9 @@ class InMemoryMemoryStore(BaseMemoryStore):
         self._state.vectors.pop(record_id, None)
         self._state.promotions.pop(record_id, None)
         self._state.history.pop(record_id, None)
+        for pid, proposal in list(self._state.proposals.items()):
+            if record_id in (proposal.record_id, proposal.other_id):
+                del self._state.proposals[pid]
         row = self._state.rows.pop(record_id, None)
         if row is not None:
             doc_freq = self._state.doc_freq

@@ -24,6 +24,10 @@ from memory_admin.promotion import (
     Promotion,
     PromotionPage,
     PromotionState,
+    Proposal,
+    ProposalInput,
+    ProposalPage,
+    ProposalStatus,
     RegisteredComposition,
     Transition,
     TransitionPage,
@@ -543,6 +547,33 @@ class PromotionMemoryStore(MemoryStore, Protocol):
         match its own and those shared above it, never a sibling's; the agent convention
         applied — oldest first (a bounded, indexed read). ``as_of``: those promoted and
         live then. Demotes a promoted record it finds expired."""
+        ...
+
+    def propose(self, proposals: Sequence[ProposalInput | Mapping[str, Any]]) -> list[Proposal]:
+        """Keep the gardening pass's proposals, pending, for a person to accept or reject;
+        returns those stored. A record gets one proposal of a kind, ever: one a person
+        rejected is not made again, one about an unknown record is dropped. A proposal
+        goes with its record (and with the record a merge names)."""
+        ...
+
+    def proposals(
+        self,
+        scope: Mapping[str, str],
+        *,
+        statuses: Sequence[ProposalStatus] | None = ("pending",),
+        scope_match: ScopeMatch = "subset",
+        agent: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> ProposalPage:
+        """Proposals about the records under ``scope`` (pending ones by default), newest
+        first, keyset-paged."""
+        ...
+
+    def settle_proposal(self, proposal_id: int, *, accepted: bool, actor: str, reason: str | None = None) -> Proposal:
+        """Mark a pending proposal accepted or rejected by ``actor`` (once: a settled one
+        is a :class:`~memory_admin.errors.MemoryConflictError`). Settling records the
+        decision; acting on it is the caller's (:mod:`memory_admin.learning.garden`)."""
         ...
 
     async def aregister_composition(self, composition: AgentComposition, scope: Mapping[str, str]) -> str: ...

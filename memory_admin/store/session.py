@@ -16,7 +16,16 @@ from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from memory_admin.events import AnyEvent, EventQuery, StoredEvent
-from memory_admin.promotion import Promotion, PromotionQuery, RegisteredComposition, Transition, TransitionQuery
+from memory_admin.promotion import (
+    Promotion,
+    PromotionQuery,
+    Proposal,
+    ProposalInput,
+    ProposalStatus,
+    RegisteredComposition,
+    Transition,
+    TransitionQuery,
+)
 from memory_admin.records import MemoryHit, MemoryRecord, Provenance
 from memory_admin.scope import Scope
 from memory_admin.steps import Steps
@@ -247,6 +256,24 @@ class Session(Protocol):
 
     def erase_compositions(self, scope: Scope, *, dry_run: bool) -> Steps[Statement, int]:
         """Count (dry run) or delete the composition registrations under ``scope``."""
+        ...
+
+    def add_proposals(self, proposals: Sequence[ProposalInput], at: datetime) -> Steps[Statement, list[Proposal]]:
+        """Store the proposals whose records exist and that are new: one of a kind per
+        record ever (a proposal a person rejected is not made again). Returns those stored."""
+        ...
+
+    def list_proposals(
+        self, plan: SearchPlan, statuses: Sequence[ProposalStatus] | None, before: int | None, limit: int
+    ) -> Steps[Statement, list[Proposal]]:
+        """Up to ``limit`` proposals about records in the plan's reach, newest first (by
+        id), with an id below ``before`` when given."""
+        ...
+
+    def get_proposal(self, proposal_id: int, *, lock: bool = False) -> Steps[Statement, Proposal | None]: ...
+
+    def settle_proposal(self, settled: Proposal) -> Steps[Statement, None]:
+        """Store a proposal's settlement (its status, when, who, why)."""
         ...
 
     def lock_learnings(self, tenant: str) -> Steps[Statement, None]:

@@ -22,6 +22,9 @@ from memory_admin.errors import MemoryCorruptionError
 from memory_admin.promotion import (
     Promotion,
     PromotionQuery,
+    Proposal,
+    ProposalInput,
+    ProposalStatus,
     RegisteredComposition,
     Transition,
     TransitionQuery,
@@ -366,6 +369,86 @@ class SqlLearnings(ABC):
             rows = yield Statement(f"SELECT count(*) FROM memory_composition_uses WHERE {where}", params, raw=True)
             return int(rows[0][0])
         return len((yield Statement(f"DELETE FROM memory_composition_uses WHERE {where} RETURNING 1", params)))
+
+    # --- the gardening pass's proposals --------------------------------------------------------
+
+    def _proposals(self, where: str, params: Sequence[Any], tail: str = "") -> Steps[Statement, list[Proposal]]:
+        d = self.dialect
+        rows = yield Statement(
+            f"SELECT pr.pid, pr.kind, pr.status, pr.at, pr.body, r.id, o.id, s.scope FROM memory_proposals pr "
+            f"JOIN memory_records r ON r.{d.key} = pr.{d.key}{SCOPE_JOIN} "
+            f"LEFT JOIN memory_records o ON o.{d.key} = pr.other_{d.key} WHERE {where}{tail}",
+            list(params),
+            raw=True,
+        )
+        found = []
+        for pid, kind, status, at, body, record_id, other_id, scope in rows:
+            values = json.loads(body)
+            found.append(
+                Proposal(
+                    id=int(pid),
+                    kind=kind,
+                    status=status,
+                    at=d.from_db_time(at),
+                    record_id=d.id_text(record_id),
+                    other_id=d.id_text(other_id) if other_id is not None else None,
+                    scope=json.loads(scope),
+                    **values,
+                )
+            )
+        return found
+
+    def add_proposals(self, proposals: Sequence[ProposalInput], at: datetime) -> Steps[Statement, list[Proposal]]:
+        d = self.dialect
+        made: list[int] = []
+        for proposal in proposals:
+            body = dumps({"reason": proposal.reason, "evidence": proposal.evidence, "by": proposal.by})
+            other = d.id_param(proposal.other_id) if proposal.other_id is not None else None
+            rows = yield Statement(
+                f"INSERT INTO memory_proposals ({d.key}, other_{d.key}, scope_id, kind, status, at, body) "
+                f"SELECT r.{d.key}, (SELECT o.{d.key} FROM memory_records o WHERE o.id = {d.p}), r.scope_id, "
+                f"{d.p}, 'pending', {d.p}, {d.p} FROM memory_records r WHERE r.id = {d.p} "
+                f"ON CONFLICT ({d.key}, kind) DO NOTHING RETURNING pid",
+                [other, proposal.kind, d.to_db_time(at), body, d.id_param(proposal.record_id)],
+                raw=True,
+            )
+            made.extend(int(row[0]) for row in rows)
+        if not made:
+            return []
+        where, params = d.one_of("pr.pid", made)
+        return (yield from self._proposals(where, params, " ORDER BY pr.pid"))
+
+    def list_proposals(
+        self, plan: SearchPlan, statuses: Sequence[ProposalStatus] | None, before: int | None, limit: int
+    ) -> Steps[Statement, list[Proposal]]:
+        d = self.dialect
+        reach = yield from self._reach(plan, "pr.scope_id")
+        if reach is None:
+            return []
+        found = Clauses()
+        found.add(*reach)
+        if statuses is not None:
+            found.add(*d.one_of("pr.status", statuses))
+        if before is not None:
+            found.add(f"pr.pid < {d.p}", [before])
+        where, params = found.where(d.true)
+        return (yield from self._proposals(where, [*params, limit], f" ORDER BY pr.pid DESC LIMIT {d.p}"))
+
+    def get_proposal(self, proposal_id: int, *, lock: bool = False) -> Steps[Statement, Proposal | None]:
+        d = self.dialect
+        tail = " FOR UPDATE OF pr" if lock and d.lock_rows("pr") else ""
+        found = yield from self._proposals(f"pr.pid = {d.p}", [proposal_id], tail)
+        return found[0] if found else None
+
+    def settle_proposal(self, settled: Proposal) -> Steps[Statement, None]:
+        d = self.dialect
+        body = settled.model_dump_json(
+            include={"reason", "evidence", "by", "decided_at", "actor", "decision_reason"}, exclude_none=True
+        )
+        yield Statement(
+            f"UPDATE memory_proposals SET status = {d.p}, body = {d.p} WHERE pid = {d.p}",
+            [settled.status, body, settled.id],
+        )
 
     def lock_learnings(self, tenant: str) -> Steps[Statement, None]:
         statement = self.dialect.learnings_lock(tenant)
