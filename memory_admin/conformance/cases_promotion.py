@@ -465,6 +465,8 @@ class PromotionCases(ConformanceBase):
             store.settle_proposal(made[1].id, accepted=True, actor="mei")
         with pytest.raises(MemoryNotFoundError):
             store.settle_proposal(10_000, accepted=True, actor="mei")
+        assert store.proposal(made[1].id) == settled and store.proposal(made[0].id) == made[0]
+        assert store.proposal(10_000) is None
         assert [p.id for p in store.proposals(ACME).proposals] == [made[0].id], "pending ones by default"
         assert [p.status for p in store.proposals(ACME, statuses=None).proposals] == ["rejected", "pending"]
         assert store.propose([{"kind": "invalidate", "record_id": first.id, "reason": "stale again"}]) == [], (
@@ -472,5 +474,6 @@ class PromotionCases(ConformanceBase):
         )
         store.delete(first.id)
         assert store.proposals(ACME, statuses=None).proposals == [], "gone with either record they name"
+        assert store.proposal(made[0].id) is None
         with pytest.raises(MemoryValidationError):
             store.propose([{"kind": "rewrite", "record_id": second.id, "reason": "no such kind"}])

@@ -96,6 +96,7 @@ def compose(
     agent: str | None = None,
     as_of: datetime | None = None,
     register: bool = True,
+    emit: bool = True,
     now: datetime | None = None,
 ) -> Composed:
     """``composition`` for ``scope`` (and ``agent``) with the learnings promoted for it.
@@ -103,7 +104,8 @@ def compose(
     Now (no ``as_of``): registers ``composition`` for the scope unless it runs it already
     (``register=False`` skips that), reads the promoted, live records the scope sees,
     folds them in and emits ``agent.memory.overlay`` (stamped ``now``, by default when
-    composing starts). With ``as_of``: a replay of that moment, the composition the scope
+    composing starts; ``emit=False`` — a person looking, not an agent being composed —
+    emits nothing). With ``as_of``: a replay of that moment, the composition the scope
     registered then unless one is given; nothing is written and no event is emitted.
     Promoted records leave the scope's recall block
     (:func:`~memory_admin.recall.assemble_recall`): they are part of the agent now.
@@ -117,7 +119,7 @@ def compose(
     view = read_view(canonical, agent)
     promoted = store.promoted_records(view, agent=agent, as_of=as_of)
     composed = _composed(canonical, agent, as_of, authored, promoted)
-    if as_of is None and isinstance(store, EventLogStore):
+    if emit and as_of is None and isinstance(store, EventLogStore):
         store.emit(overlay_event(composed, stamped, round((time.perf_counter() - started) * 1000, 3)))
     return composed
 
@@ -130,6 +132,7 @@ async def acompose(
     agent: str | None = None,
     as_of: datetime | None = None,
     register: bool = True,
+    emit: bool = True,
     now: datetime | None = None,
 ) -> Composed:
     """The async twin of :func:`compose`, through the store's async methods."""
@@ -145,7 +148,7 @@ async def acompose(
     view = read_view(canonical, agent)
     promoted = await store.apromoted_records(view, agent=agent, as_of=as_of)
     composed = _composed(canonical, agent, as_of, authored, promoted)
-    if as_of is None and isinstance(store, EventLogStore):
+    if emit and as_of is None and isinstance(store, EventLogStore):
         event = overlay_event(composed, stamped, round((time.perf_counter() - started) * 1000, 3))
         await asyncio.to_thread(store.emit, event)  # the event log is a blocking write
     return composed

@@ -17,6 +17,7 @@ from typing import Any
 
 from memory_admin.composition import AgentComposition, tier_of
 from memory_admin.errors import MemoryConflictError, MemoryNotFoundError, MemoryValidationError
+from memory_admin.learning.compose import compose
 from memory_admin.promotion import Decision, Pin, Promotion
 from memory_admin.records import MemoryRecord, MemoryWriteInput, Provenance
 from memory_admin.scope import Scope, canonical_scope, is_subset_match
@@ -65,29 +66,80 @@ def approve(
     promoted). Its tier comes from ``composition``: a locked one is refused."""
     require_memory(store, MemoryNeeds(promotion=True))
     confined = _within(within)
-    record = _record(store, record_id, confined)
+    return _apply(store, _approval(_record(store, record_id, confined), composition, actor, reason, pin, confined))
+
+
+def _approval(
+    record: MemoryRecord,
+    composition: AgentComposition,
+    actor: str,
+    reason: str | None,
+    pin: PinLike,
+    within: Scope | None,
+) -> Decision:
     if record.target is None:
         raise MemoryValidationError(
-            f"Record {record_id} carries no target: there is nothing to approve.",
+            f"Record {record.id} carries no target: there is nothing to approve.",
             [{"loc": "record_id", "msg": "no target"}],
         )
-    tier = tier_of(record.target, composition)
-    return _apply(
-        store,
-        Decision(
-            record_id=record_id,
-            state="promoted",
-            by="person",
-            actor=actor,
-            reason=reason or "approved",
-            tier=tier.value,
-            composition_version=composition.version,
-            overlay_version=_pinned_overlay(pin),
-            pin=_pin(pin),
-            within=confined,
-            evidence={"approval": {"passed": True, "by": actor}},
-        ),
+    return Decision(
+        record_id=record.id,
+        state="promoted",
+        by="person",
+        actor=actor,
+        reason=reason or "approved",
+        tier=tier_of(record.target, composition).value,
+        composition_version=composition.version,
+        overlay_version=_pinned_overlay(pin),
+        pin=_pin(pin),
+        within=within,
+        evidence={"approval": {"passed": True, "by": actor}},
     )
+
+
+def approve_all(
+    store: PromotionMemoryStore,
+    pinned: Mapping[str, PinLike],
+    compositions: Mapping[str, AgentComposition],
+    *,
+    actor: str,
+    reason: str | None = None,
+    within: Mapping[str, str] | None = None,
+) -> list[Promotion]:
+    """Approve several candidates at once — each with its pin (``record id → pin``) and its
+    composition (``record id → composition``) — all or nothing: when any one is refused
+    (its pin moved, it is not found or may not be promoted), none is approved and a
+    :class:`~memory_admin.errors.MemoryConflictError` names it. The pins are checked
+    against the store as it was before the first approval, so approvals pinned to one
+    overlay do not refuse each other."""
+    require_memory(store, MemoryNeeds(promotion=True))
+    confined = _within(within)
+    decisions = [
+        _approval(_record(store, record_id, confined), compositions[record_id], actor, reason, pin, confined)
+        for record_id, pin in pinned.items()
+    ]
+    return _apply_all(store, decisions)
+
+
+def reject_all(
+    store: PromotionMemoryStore,
+    pinned: Mapping[str, PinLike],
+    *,
+    actor: str,
+    reason: str,
+    within: Mapping[str, str] | None = None,
+) -> list[Promotion]:
+    """Reject several candidates at once with one reason, all or nothing (see :func:`approve_all`)."""
+    require_memory(store, MemoryNeeds(promotion=True))
+    confined = _within(within)
+    return _apply_all(store, [_rejection(record_id, actor, reason, pin, confined) for record_id, pin in pinned.items()])
+
+
+def _apply_all(store: PromotionMemoryStore, decisions: list[Decision]) -> list[Promotion]:
+    outcomes = store.decide(decisions, all_or_nothing=True)
+    promotions = [outcome.promotion for outcome in outcomes]
+    assert all(promotion is not None for promotion in promotions)  # all or nothing: a refusal raised
+    return [promotion for promotion in promotions if promotion is not None]
 
 
 def reject(
@@ -101,18 +153,19 @@ def reject(
 ) -> Promotion:
     """Reject a candidate (a reason is required). The record stays, in the recall tier."""
     require_memory(store, MemoryNeeds(promotion=True))
-    return _apply(
-        store,
-        Decision(
-            record_id=record_id,
-            state="rejected",
-            by="person",
-            actor=actor,
-            reason=reason,
-            overlay_version=_pinned_overlay(pin),
-            pin=_pin(pin),
-            within=_within(within),
-        ),
+    return _apply(store, _rejection(record_id, actor, reason, pin, _within(within)))
+
+
+def _rejection(record_id: str, actor: str, reason: str, pin: PinLike, within: Scope | None) -> Decision:
+    return Decision(
+        record_id=record_id,
+        state="rejected",
+        by="person",
+        actor=actor,
+        reason=reason,
+        overlay_version=_pinned_overlay(pin),
+        pin=_pin(pin),
+        within=within,
     )
 
 
@@ -183,6 +236,19 @@ def edit_and_approve(
             record_id=record_id,
             refused="moved",
         )
+    if pinned is not None and pinned.state is not None and pinned.state != current.state:
+        raise MemoryConflictError(
+            f"Record {record_id} is {current.state} now, not {pinned.state}. Look again, then decide.",
+            record_id=record_id,
+            refused="moved",
+        )
+    if current.state == "promoted":
+        raise MemoryValidationError(
+            f"Record {record_id} is promoted already: correct it, or roll it back and approve an edited version.",
+            [{"loc": "record_id", "msg": "promoted"}],
+        )
+    # the edit is a write the approval cannot take back: check the pinned overlay before it
+    _check_overlay(store, pinned)
     edited = MemoryWriteInput(
         scope=original.scope,
         kind=original.kind,
@@ -272,6 +338,19 @@ def pick_survivor(
     return survivor, loser
 
 
+def _check_overlay(store: PromotionMemoryStore, pin: Pin | None) -> None:
+    """Refuse, as the store would, when the overlay ``pin`` names is not the one composed now."""
+    if pin is None or pin.overlay_version is None or pin.composition_version is None or pin.scope is None:
+        return
+    now = compose(store, pin.scope, pin.composition_version, agent=pin.agent, register=False, emit=False)
+    if now.version != pin.overlay_version:
+        raise MemoryConflictError(
+            "The composition this decision was made against has changed since (other learnings were promoted "
+            "or demoted). Look at it again, then decide.",
+            refused="moved",
+        )
+
+
 def _pin(pin: PinLike) -> Pin | None:
     if pin is None or isinstance(pin, Pin):
         return pin
@@ -283,4 +362,13 @@ def _pinned_overlay(pin: PinLike) -> str | None:
     return parsed.overlay_version if parsed is not None else None
 
 
-__all__ = ["REVIEW_SOURCE", "approve", "edit_and_approve", "pick_survivor", "reject", "rollback"]
+__all__ = [
+    "REVIEW_SOURCE",
+    "approve",
+    "approve_all",
+    "edit_and_approve",
+    "pick_survivor",
+    "reject",
+    "reject_all",
+    "rollback",
+]

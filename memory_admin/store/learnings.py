@@ -720,6 +720,12 @@ class BaseLearningStore(BaseEventLogStore):
         more = len(rows) > limit
         return ProposalPage(proposals=page, next_cursor=f"g{page[-1].id}" if more and page else None)
 
+    def proposal(self, proposal_id: int) -> Proposal | None:
+        """See :meth:`~memory_admin.store.protocol.PromotionMemoryStore.proposal`."""
+        check_event_id(proposal_id)  # a positive 64-bit integer, like an event id
+        found: Proposal | None = self._run_unit(Unit("read", lambda s: s.get_proposal(proposal_id)))
+        return found
+
     def settle_proposal(self, proposal_id: int, *, accepted: bool, actor: str, reason: str | None = None) -> Proposal:
         """See :meth:`~memory_admin.store.protocol.PromotionMemoryStore.settle_proposal`."""
         check_event_id(proposal_id)  # a positive 64-bit integer, like an event id

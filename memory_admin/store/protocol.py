@@ -570,6 +570,11 @@ class PromotionMemoryStore(MemoryStore, Protocol):
         first, keyset-paged."""
         ...
 
+    def proposal(self, proposal_id: int) -> Proposal | None:
+        """One proposal by its id, whatever its status; ``None`` for an unknown id (or one
+        gone with its record). A caller confines it by its ``scope``."""
+        ...
+
     def settle_proposal(self, proposal_id: int, *, accepted: bool, actor: str, reason: str | None = None) -> Proposal:
         """Mark a pending proposal accepted or rejected by ``actor`` (once: a settled one
         is a :class:`~memory_admin.errors.MemoryConflictError`). Settling records the

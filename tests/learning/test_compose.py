@@ -131,6 +131,8 @@ def test_compose_emits_the_overlay_heartbeat(learning_store: BaseMemoryStore, co
     assert event.budgets["background"] == 2000 and event.scope == DANA
     compose(store, DANA, as_of=event.at)
     assert len([e for e in seen if isinstance(e, MemoryOverlayEvent)]) == 1, "a replay emits nothing"
+    assert compose(store, DANA, emit=False).version == composed.version
+    assert len([e for e in seen if isinstance(e, MemoryOverlayEvent)]) == 1, "a person looking emits nothing"
     logged = store.query_events({"types": ["agent.memory.overlay"]})
     assert [stored.event for stored in logged] == [event]
 
