@@ -283,10 +283,12 @@ def pick_survivor(
     actor: str,
     reason: str,
     within: Mapping[str, str] | None = None,
+    pins: Mapping[str, PinLike] | None = None,
 ) -> tuple[Promotion, Promotion]:
     """Settle a conflict between two learnings by a person's pick: the winner is promoted
     (unless it is already) and the loser leaves — demoted if it was promoted, rejected
-    otherwise — each with the reason, in one transaction."""
+    otherwise — each with the reason, in one transaction. ``pins`` (record id → pin) holds
+    each to what the person saw; without one, to the revision read here."""
     require_memory(store, MemoryNeeds(promotion=True))
     if winner_id == loser_id:
         raise MemoryValidationError("Pick two different records.", [{"loc": "loser_id", "msg": "same as the winner"}])
@@ -308,7 +310,8 @@ def pick_survivor(
             actor=actor,
             reason=f"lost a conflict to {winner_id}: {reason}",
             cause="rollback" if loser_state.state == "promoted" else None,
-            pin=Pin(revision=loser_state.revision),
+            pin=_pin((pins or {}).get(loser_id)) or Pin(revision=loser_state.revision),
+            overlay_version=_pinned_overlay((pins or {}).get(loser_id)),
             within=confined,
             evidence={"conflict": {"survivor": winner_id}},
         )
@@ -325,7 +328,8 @@ def pick_survivor(
                 reason=f"survived a conflict with {loser_id}: {reason}",
                 tier=tier_of(winner.target, composition).value,
                 composition_version=composition.version,
-                pin=Pin(revision=winner_state.revision),
+                pin=_pin((pins or {}).get(winner_id)) or Pin(revision=winner_state.revision),
+                overlay_version=_pinned_overlay((pins or {}).get(winner_id)),
                 within=confined,
                 evidence={"conflict": {"loser": loser_id}},
             )

@@ -8,10 +8,10 @@ import pytest
 from memory_admin.composition import AgentComposition
 from memory_admin.errors import MemoryConflictError, MemoryNotFoundError, MemoryValidationError
 from memory_admin.learning import compose, promote_candidates
-from memory_admin.learning.review import approve, approve_all, edit_and_approve, reject_all
+from memory_admin.learning.review import approve, approve_all, edit_and_approve, pick_survivor, reject_all
 from memory_admin.store import BaseMemoryStore
 from tests.learning.helpers import DANA, MEI, candidate
-from tests.support.compositions import judgment
+from tests.support.compositions import background, judgment
 
 GUARDED = judgment("triage", "constraints")
 RULES = (
@@ -94,3 +94,19 @@ def test_an_edit_checks_its_pins_before_it_writes(
         edit_and_approve(store, ids[0], edit, composition, actor="lena")
     assert store.get(ids[1]).is_valid and store.get(ids[0]).is_valid, "nothing was written"  # type: ignore[union-attr]
     assert [r.record.content for r in store.search({"scope": DANA, "limit": 10}) if r.record.content == edit] == []
+
+
+def test_a_pick_is_held_to_the_revisions_the_person_saw(
+    learning_store: BaseMemoryStore, composition: AgentComposition
+) -> None:
+    store = learning_store
+    [older] = store.write([candidate("Deploys need a second reviewer.", background("conventions", "reviews"))])
+    promote_candidates(store, DANA, composition)
+    [newer] = store.write([candidate("Deploys need two reviewers.", background("conventions", "reviews"))])
+    promote_candidates(store, DANA, composition)
+    seen = {r.id: store.promotion(r.id).revision for r in (older, newer)}  # type: ignore[union-attr]
+    store.demote(older.id, actor="mei", reason="reviews are optional now")
+    pins = {record_id: {"revision": revision} for record_id, revision in seen.items()}
+    with pytest.raises(MemoryConflictError, match="Nothing was applied"):
+        pick_survivor(store, newer.id, older.id, composition, actor="lena", reason="two it is", pins=pins)
+    assert store.promotion(newer.id).state == "conflict"  # type: ignore[union-attr]
