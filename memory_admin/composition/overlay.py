@@ -144,7 +144,7 @@ class Overlay(_Model):
     """Each primitive's characters and budget, identity included."""
     ceiling: int
     applied: dict[str, tuple[str, ...]]
-    """The applied record ids per section, oldest first."""
+    """The applied record ids per section (in the prompt's order), oldest first."""
     dropped: tuple[Dropped, ...]
     spilled: tuple[Spilled, ...]
     records: tuple[MemoryRecord, ...]
@@ -357,7 +357,11 @@ def apply_memory_overlay(composition: AgentComposition, promoted: Sequence[Memor
         for primitive in used
     }
     entries = _entries(composition, authored, admitted)
-    applied = {section: tuple(r.id for r, _ in pairs) for section, pairs in admitted.items()}
+    applied = {
+        section: tuple(r.id for r, _ in admitted[section])
+        for section, _ in sections_of(composition)
+        if section in admitted
+    }
     # every part is built from validated models by the rules above: validating the whole
     # again would cost more than composing it
     return Overlay.model_construct(

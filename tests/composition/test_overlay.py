@@ -282,3 +282,12 @@ def test_times_not_ids_order_learnings() -> None:
     late_small_id = learned(1, "Retry once.", RECOVERY, at=T0 + timedelta(days=2))
     early_big_id = learned(9, "Ask a person.", RECOVERY, at=T0)
     assert overlay(late_small_id, early_big_id).composition.recovery[-2:] == ("Ask a person.", "Retry once.")
+
+
+def test_applied_lists_sections_in_the_prompts_order() -> None:
+    result = overlay(
+        learned(1, "Retry once.", RECOVERY),
+        learned(2, "Ask for the invoice.", judgment("billing")),
+        learned(3, "Staging runs Postgres 16.", background("project_context", "database")),
+    )
+    assert list(result.applied) == ["background.project_context", "judgment.billing.heuristics", "recovery"]
