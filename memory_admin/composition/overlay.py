@@ -55,7 +55,9 @@ from memory_admin.records import (
     BackgroundTarget,
     ExampleTarget,
     JudgmentTarget,
+    ManualTarget,
     MemoryRecord,
+    MemoryTarget,
     RecoveryTarget,
 )
 from memory_admin.scope import has_control_chars
@@ -267,19 +269,25 @@ def _unfit(record: MemoryRecord, composition: AgentComposition) -> str | None:
 
 
 def section_of(record: MemoryRecord) -> str | None:
-    """The section ``record``'s target aims at (``None`` without a target), whether or not
-    the composition has it."""
-    target = record.target
+    """The section ``record``'s target aims at (:func:`target_section`)."""
+    return target_section(record.target)
+
+
+def target_section(target: MemoryTarget | None) -> str | None:
+    """The section ``target`` aims at — ``background.conventions``,
+    ``judgment.triage.heuristics``, ``judgment.triage.examples``, ``awareness``,
+    ``recovery``, ``manual.refunds.workflows`` — whether or not a composition has it
+    (``None`` without a target)."""
     if isinstance(target, BackgroundTarget):
         return f"background.{target.section}"
     if isinstance(target, JudgmentTarget):
         return judgment_section(target.domain, target.slot)
     if isinstance(target, ExampleTarget):
         return judgment_section(target.judgment_domain, "examples")
+    if isinstance(target, ManualTarget):
+        return manual_section(target.capability)
     if target is None:
         return None
-    if target.primitive == "manual":
-        return manual_section(target.capability)
     return target.primitive
 
 

@@ -8,7 +8,14 @@ from datetime import timedelta
 
 import pytest
 
-from memory_admin.composition import AgentComposition, Overlay, apply_memory_overlay, parse_composition
+from memory_admin.composition import (
+    AgentComposition,
+    Overlay,
+    apply_memory_overlay,
+    parse_composition,
+    section_of,
+    target_section,
+)
 from memory_admin.records import MemoryRecord
 from tests.support.compositions import (
     AWARENESS,
@@ -291,3 +298,21 @@ def test_applied_lists_sections_in_the_prompts_order() -> None:
         learned(3, "Staging runs Postgres 16.", background("project_context", "database")),
     )
     assert list(result.applied) == ["background.project_context", "judgment.billing.heuristics", "recovery"]
+
+
+@pytest.mark.parametrize(
+    ("target", "section"),
+    [
+        (background("current_state", "release"), "background.current_state"),
+        (judgment("triage", "escalation_triggers"), "judgment.triage.escalation_triggers"),
+        (example("billing"), "judgment.billing.examples"),
+        (AWARENESS, "awareness"),
+        (RECOVERY, "recovery"),
+        ({"primitive": "manual", "capability": "refunds"}, "manual.refunds.workflows"),
+        (None, None),
+    ],
+    ids=["background", "judgment", "example", "awareness", "recovery", "manual", "none"],
+)
+def test_the_section_a_target_aims_at(target: dict[str, str] | None, section: str | None) -> None:
+    record = learned(1, "Something learned.", target)
+    assert target_section(record.target) == section_of(record) == section
