@@ -299,7 +299,7 @@ def apply_memory_overlay(composition: AgentComposition, promoted: Sequence[Memor
     records = sorted({r.id: r for r in promoted}.values(), key=lambda r: (r.created_at, r.id))
     authored = _authored(composition)
     held = {(item.section, item.identity): item for item in authored}
-    claimed: dict[tuple[str, str], tuple[MemoryRecord, _Item]] = {}
+    claimed: dict[tuple[str, str], tuple[MemoryRecord, _Item]] = {}  # a slot's older learning
     dropped: list[Dropped] = []
     contenders: list[tuple[MemoryRecord, _Item]] = []
     for record in records:
@@ -310,9 +310,10 @@ def apply_memory_overlay(composition: AgentComposition, promoted: Sequence[Memor
         item = _learned(record)
         slot = (item.section, item.identity)
         if slot in held:
-            dropped.append(_collision(record, item, held[slot]))
+            dropped.append(_dropped(record, item, held[slot]))
         elif slot in claimed:
-            dropped.append(_conflict(record, item, *claimed[slot]))
+            winner, kept = claimed[slot]
+            dropped.append(_dropped(record, item, kept, winner))
         else:
             claimed[slot] = (record, item)
             contenders.append((record, item))
@@ -386,33 +387,29 @@ def apply_memory_overlay(composition: AgentComposition, promoted: Sequence[Memor
     )
 
 
-def _collision(record: MemoryRecord, item: _Item, authored: _Item) -> Dropped:
+def _dropped(record: MemoryRecord, item: _Item, kept: _Item, winner: MemoryRecord | None = None) -> Dropped:
+    """``record``'s entry loses its slot to ``kept``: the authored entry, or the entry of
+    the older learning ``winner``."""
     what = f"key {item.identity!r}" if item.key is not None else "entry"
-    return Dropped(
-        record_id=record.id,
-        reason="authored_collision",
-        detail=(
+    if winner is None:
+        reason: DropReason = "authored_collision"
+        detail = (
             f"the authored {what} in {item.section} wins over this learning; author the change in the "
             "composition file, or give the learning another target"
-        ),
-        section=item.section,
-        text=item.text,
-        winner_text=authored.text,
-    )
-
-
-def _conflict(record: MemoryRecord, item: _Item, winner: MemoryRecord, kept: _Item) -> Dropped:
-    what = f"key {item.identity!r}" if item.key is not None else "entry"
-    return Dropped(
-        record_id=record.id,
-        reason="learned_conflict",
-        detail=(
+        )
+    else:
+        reason = "learned_conflict"
+        detail = (
             f"the older learning {winner.id} holds the {what} in {item.section}; supersede it with this "
             "learning's content, or invalidate one of the two"
-        ),
+        )
+    return Dropped(
+        record_id=record.id,
+        reason=reason,
+        detail=detail,
         section=item.section,
         text=item.text,
-        winner_id=winner.id,
+        winner_id=None if winner is None else winner.id,
         winner_text=kept.text,
     )
 
