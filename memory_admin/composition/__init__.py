@@ -43,6 +43,7 @@ from memory_admin.composition.overlay import (
     apply_memory_overlay,
     section_of,
     sections_of,
+    target_section,
 )
 from memory_admin.composition.render import PromptDiff, PromptLine, RenderedPrompt, SectionChange, diff, render_prompt
 from memory_admin.composition.tiers import TIERS, Tier, fits, payload_missing, refusal, slot_of, tier_of
@@ -92,5 +93,6 @@ __all__ = [
     "section_of",
     "sections_of",
     "slot_of",
+    "target_section",
     "tier_of",
 ]

@@ -55,7 +55,9 @@ from memory_admin.records import (
     BackgroundTarget,
     ExampleTarget,
     JudgmentTarget,
+    ManualTarget,
     MemoryRecord,
+    MemoryTarget,
     RecoveryTarget,
 )
 from memory_admin.scope import has_control_chars
@@ -144,7 +146,7 @@ class Overlay(_Model):
     """Each primitive's characters and budget, identity included."""
     ceiling: int
     applied: dict[str, tuple[str, ...]]
-    """The applied record ids per section, oldest first."""
+    """The applied record ids per section (in the prompt's order), oldest first."""
     dropped: tuple[Dropped, ...]
     spilled: tuple[Spilled, ...]
     records: tuple[MemoryRecord, ...]
@@ -267,19 +269,25 @@ def _unfit(record: MemoryRecord, composition: AgentComposition) -> str | None:
 
 
 def section_of(record: MemoryRecord) -> str | None:
-    """The section ``record``'s target aims at (``None`` without a target), whether or not
-    the composition has it."""
-    target = record.target
+    """The section ``record``'s target aims at (:func:`target_section`)."""
+    return target_section(record.target)
+
+
+def target_section(target: MemoryTarget | None) -> str | None:
+    """The section ``target`` aims at — ``background.conventions``,
+    ``judgment.triage.heuristics``, ``judgment.triage.examples``, ``awareness``,
+    ``recovery``, ``manual.refunds.workflows`` — whether or not a composition has it
+    (``None`` without a target)."""
     if isinstance(target, BackgroundTarget):
         return f"background.{target.section}"
     if isinstance(target, JudgmentTarget):
         return judgment_section(target.domain, target.slot)
     if isinstance(target, ExampleTarget):
         return judgment_section(target.judgment_domain, "examples")
+    if isinstance(target, ManualTarget):
+        return manual_section(target.capability)
     if target is None:
         return None
-    if target.primitive == "manual":
-        return manual_section(target.capability)
     return target.primitive
 
 
@@ -291,7 +299,7 @@ def apply_memory_overlay(composition: AgentComposition, promoted: Sequence[Memor
     records = sorted({r.id: r for r in promoted}.values(), key=lambda r: (r.created_at, r.id))
     authored = _authored(composition)
     held = {(item.section, item.identity): item for item in authored}
-    claimed: dict[tuple[str, str], tuple[MemoryRecord, _Item]] = {}
+    claimed: dict[tuple[str, str], tuple[MemoryRecord, _Item]] = {}  # a slot's older learning
     dropped: list[Dropped] = []
     contenders: list[tuple[MemoryRecord, _Item]] = []
     for record in records:
@@ -302,9 +310,10 @@ def apply_memory_overlay(composition: AgentComposition, promoted: Sequence[Memor
         item = _learned(record)
         slot = (item.section, item.identity)
         if slot in held:
-            dropped.append(_collision(record, item, held[slot]))
+            dropped.append(_dropped(record, item, held[slot]))
         elif slot in claimed:
-            dropped.append(_conflict(record, item, *claimed[slot]))
+            winner, kept = claimed[slot]
+            dropped.append(_dropped(record, item, kept, winner))
         else:
             claimed[slot] = (record, item)
             contenders.append((record, item))
@@ -357,7 +366,11 @@ def apply_memory_overlay(composition: AgentComposition, promoted: Sequence[Memor
         for primitive in used
     }
     entries = _entries(composition, authored, admitted)
-    applied = {section: tuple(r.id for r, _ in pairs) for section, pairs in admitted.items()}
+    applied = {
+        section: tuple(r.id for r, _ in admitted[section])
+        for section, _ in sections_of(composition)
+        if section in admitted
+    }
     # every part is built from validated models by the rules above: validating the whole
     # again would cost more than composing it
     return Overlay.model_construct(
@@ -374,33 +387,29 @@ def apply_memory_overlay(composition: AgentComposition, promoted: Sequence[Memor
     )
 
 
-def _collision(record: MemoryRecord, item: _Item, authored: _Item) -> Dropped:
+def _dropped(record: MemoryRecord, item: _Item, kept: _Item, winner: MemoryRecord | None = None) -> Dropped:
+    """``record``'s entry loses its slot to ``kept``: the authored entry, or the entry of
+    the older learning ``winner``."""
     what = f"key {item.identity!r}" if item.key is not None else "entry"
-    return Dropped(
-        record_id=record.id,
-        reason="authored_collision",
-        detail=(
+    if winner is None:
+        reason: DropReason = "authored_collision"
+        detail = (
             f"the authored {what} in {item.section} wins over this learning; author the change in the "
             "composition file, or give the learning another target"
-        ),
-        section=item.section,
-        text=item.text,
-        winner_text=authored.text,
-    )
-
-
-def _conflict(record: MemoryRecord, item: _Item, winner: MemoryRecord, kept: _Item) -> Dropped:
-    what = f"key {item.identity!r}" if item.key is not None else "entry"
-    return Dropped(
-        record_id=record.id,
-        reason="learned_conflict",
-        detail=(
+        )
+    else:
+        reason = "learned_conflict"
+        detail = (
             f"the older learning {winner.id} holds the {what} in {item.section}; supersede it with this "
             "learning's content, or invalidate one of the two"
-        ),
+        )
+    return Dropped(
+        record_id=record.id,
+        reason=reason,
+        detail=detail,
         section=item.section,
         text=item.text,
-        winner_id=winner.id,
+        winner_id=None if winner is None else winner.id,
         winner_text=kept.text,
     )
 

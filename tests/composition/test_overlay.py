@@ -8,7 +8,14 @@ from datetime import timedelta
 
 import pytest
 
-from memory_admin.composition import AgentComposition, Overlay, apply_memory_overlay, parse_composition
+from memory_admin.composition import (
+    AgentComposition,
+    Overlay,
+    apply_memory_overlay,
+    parse_composition,
+    section_of,
+    target_section,
+)
 from memory_admin.records import MemoryRecord
 from tests.support.compositions import (
     AWARENESS,
@@ -282,3 +289,30 @@ def test_times_not_ids_order_learnings() -> None:
     late_small_id = learned(1, "Retry once.", RECOVERY, at=T0 + timedelta(days=2))
     early_big_id = learned(9, "Ask a person.", RECOVERY, at=T0)
     assert overlay(late_small_id, early_big_id).composition.recovery[-2:] == ("Ask a person.", "Retry once.")
+
+
+def test_applied_lists_sections_in_the_prompts_order() -> None:
+    result = overlay(
+        learned(1, "Retry once.", RECOVERY),
+        learned(2, "Ask for the invoice.", judgment("billing")),
+        learned(3, "Staging runs Postgres 16.", background("project_context", "database")),
+    )
+    assert list(result.applied) == ["background.project_context", "judgment.billing.heuristics", "recovery"]
+
+
+@pytest.mark.parametrize(
+    ("target", "section"),
+    [
+        (background("current_state", "release"), "background.current_state"),
+        (judgment("triage", "escalation_triggers"), "judgment.triage.escalation_triggers"),
+        (example("billing"), "judgment.billing.examples"),
+        (AWARENESS, "awareness"),
+        (RECOVERY, "recovery"),
+        ({"primitive": "manual", "capability": "refunds"}, "manual.refunds.workflows"),
+        (None, None),
+    ],
+    ids=["background", "judgment", "example", "awareness", "recovery", "manual", "none"],
+)
+def test_the_section_a_target_aims_at(target: dict[str, str] | None, section: str | None) -> None:
+    record = learned(1, "Something learned.", target)
+    assert target_section(record.target) == section_of(record) == section

@@ -1,16 +1,25 @@
 """Properties of the overlay over generated compositions and records: every record has
 exactly one fate, order never matters, authored entries are never displaced, budgets and
-the ceiling hold whenever a learning was placed."""
+the ceiling hold whenever a learning was placed; the prompt attributes every learned line
+to its record; a composition survives its JSON."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_admin.composition import LEARNABLE, AgentComposition, Overlay, apply_memory_overlay, parse_composition
+from memory_admin.composition import (
+    LEARNABLE,
+    AgentComposition,
+    Overlay,
+    apply_memory_overlay,
+    parse_composition,
+    render_prompt,
+)
 from memory_admin.composition.model import BackgroundSection
 from memory_admin.composition.overlay import fold
 from memory_admin.records import MemoryRecord
@@ -117,3 +126,25 @@ def assert_budgets(result: Overlay) -> None:
     if placed:
         assert result.chars <= result.ceiling
     assert result.chars == sum(len(e.text) for e in result.entries)
+
+
+@settings(max_examples=200, deadline=None)
+@given(compositions(), record_sets())
+def test_every_learned_line_is_attributed(composition: AgentComposition, records: list[MemoryRecord]) -> None:
+    result = apply_memory_overlay(composition, records)
+    prompt = render_prompt(result)
+    entries = [line for line in prompt.lines if line.kind == "entry"]
+    learned_ids = [rid for line in entries if line.source == "memory" for rid in line.record_ids]
+    assert learned_ids == [e.record_id for e in result.entries if e.record_id is not None]
+    assert sorted(learned_ids) == sorted(result.applied_ids)
+    marked = [rid for line in prompt.lines if line.kind == "marker" for rid in line.record_ids]
+    assert sorted(marked) == sorted(s.record_id for s in result.spilled)
+    assert all(not line.record_ids for line in entries if line.source == "authored")
+    assert prompt.text.replace("\n\n## ", "\n## ") == "\n".join(line.text for line in prompt.lines)
+
+
+@settings(max_examples=100, deadline=None)
+@given(compositions())
+def test_a_composition_survives_its_json(composition: AgentComposition) -> None:
+    again = parse_composition(json.loads(composition.model_dump_json()))
+    assert again == composition and again.version == composition.version
