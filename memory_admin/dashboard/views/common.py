@@ -48,6 +48,11 @@ def event_store() -> FullMemoryStore:
     return _checked_store(MemoryNeeds(admin=True, events=True))
 
 
+def review_store() -> FullMemoryStore:
+    """The configured store, checked once for the promotion state the learnings pages read."""
+    return _checked_store(MemoryNeeds(admin=True, promotion=True))
+
+
 def form_problems(form: forms.Form) -> str:
     """A bound form's errors in one line, field by field (for an error page)."""
     return "; ".join(f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items())
