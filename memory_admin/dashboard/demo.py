@@ -23,13 +23,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory_admin.composition import AgentComposition, Background, Judgment
-from memory_admin.learning import promote_candidates, review
+from memory_admin.learning import garden, promote_candidates, review
 from memory_admin.recall import assemble_recall
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.store import AdminMemoryStore, RecordListQuery
 from memory_admin.store.protocol import PromotionMemoryStore
 
-CORPUS_VERSION = "v3"  # v2: the gardening examples the health page finds; v3: learnings in every state
+CORPUS_VERSION = "v4"  # v2: the gardening examples the health page finds; v3: learnings in every state;
+# v4: a conflict between two learnings, a gardening proposal, Globex learning too, over a day and a half
 MARKER_SCOPE = {"tenant": "acme"}
 MARKER_KEY = "demo.seed"
 HISTORY = timedelta(days=50)
@@ -438,12 +439,21 @@ DEMO_COMPOSITION = AgentComposition(
 )
 """The composition Acme's support agent runs (registered for ``tenant=acme,agent=support``)."""
 
+GLOBEX_COMPOSITION = AgentComposition(
+    name="globex-support",
+    persona="You are Globex's service desk agent.",
+    judgments=(Judgment(domain="tickets", heuristics=("Read the whole thread before answering.",)),),
+)
+"""The composition Globex's support agent runs (registered for ``tenant=globex,agent=support``)."""
+
 
 def _learnings(w: _Writer) -> None:
-    """Acme's support agent learning: candidates in every state of the review (a guarded
-    learning waiting for a person, a conflict with the authored composition, one held for
+    """Acme's support agent learning over a day and a half: candidates in every state of
+    the review (a guarded learning waiting for a person, a conflict with the authored
+    composition, a conflict between two learnings for a person to pick, one held for
     recurrence, a locked one), a promoted heuristic with its two supports, a demoted one
-    and a rejected one, all under the registered demo composition."""
+    and a rejected one, a gardening proposal — all under the registered demo composition;
+    and Globex's support agent with a guarded learning of its own."""
     store = w.store
     if not isinstance(store, PromotionMemoryStore) or not store.capabilities().promotion:
         return
@@ -458,7 +468,6 @@ def _learnings(w: _Writer) -> None:
         conversation="c-201",
         target={**refunds, "slot": "heuristics"},
     )
-    store.corroborate(voucher.id, {"source": "support-agent", "conversation_id": "c-214"})
     w.write(
         ACME_SUPPORT,
         "episode",
@@ -486,6 +495,16 @@ def _learnings(w: _Writer) -> None:
         conversation="c-233",
         target={"primitive": "judgment", "domain": "loyalty", "slot": "heuristics"},
     )
+    w.write(
+        ACME_SUPPORT,
+        "fact",
+        "The refunds backlog is cleared every Monday morning.",
+        by="support-agent",
+        hours=1,
+        conversation="c-236",
+        target={"primitive": "background", "section": "current_state", "key": "refunds_backlog"},
+        observed_at=w.clock.now - timedelta(days=40),  # told long ago: the gardening pass finds it stale
+    )
     days = w.write(
         ACME_SUPPORT,
         "episode",
@@ -495,7 +514,6 @@ def _learnings(w: _Writer) -> None:
         conversation="c-240",
         target={**refunds, "slot": "heuristics"},
     )
-    store.corroborate(days.id, {"source": "support-agent", "conversation_id": "c-241"})
     threshold = w.write(
         ACME_SUPPORT,
         "fact",
@@ -505,9 +523,46 @@ def _learnings(w: _Writer) -> None:
         conversation="c-245",
         target={**refunds, "slot": "escalation_triggers"},
     )
+    w.clock.advance(hours=3)
+    store.corroborate(voucher.id, {"source": "support-agent", "conversation_id": "c-214"})
+    w.clock.advance(hours=2)
+    store.corroborate(days.id, {"source": "support-agent", "conversation_id": "c-241"})
+    w.clock.advance(hours=1)
     promote_candidates(store, ACME_SUPPORT, DEMO_COMPOSITION)
+    w.clock.advance(hours=7)
     review.rollback(store, days.id, actor="lena", reason="Finance quotes calendar days since the new payment run.")
+    w.clock.advance(hours=5)
     review.reject(store, threshold.id, actor="lena", reason="The threshold is 500 EUR: see the finance policy.")
+    w.write(
+        ACME_SUPPORT,
+        "fact",
+        "The booking tool answers itinerary lookups; it cannot change a booking.",
+        by="support-agent",
+        hours=4,
+        conversation="c-252",
+        target={"primitive": "awareness"},
+        payload={
+            "name": "booking-tool",
+            "description": "Itinerary lookups only; changes go through the agent desk.",
+            "access_method": "tool call: booking_lookup(reference)",
+        },
+    )
+    w.clock.advance(hours=2)
+    promote_candidates(store, ACME_SUPPORT, DEMO_COMPOSITION)
+    w.clock.advance(hours=1)
+    garden(store, ACME_SUPPORT, DEMO_COMPOSITION, now=w.clock.now)
+    store.register_composition(GLOBEX_COMPOSITION, GLOBEX_SUPPORT)
+    w.write(
+        GLOBEX_SUPPORT,
+        "fact",
+        "Never reopen a ticket the customer closed themselves.",
+        by="support-agent",
+        hours=1,
+        conversation="g-88",
+        target={"primitive": "judgment", "domain": "tickets", "slot": "constraints"},
+    )
+    w.clock.advance(hours=1)
+    promote_candidates(store, GLOBEX_SUPPORT, GLOBEX_COMPOSITION)
 
 
 def _recalls(w: _Writer) -> None:

@@ -497,6 +497,11 @@ class CandidateReview:
         return self.record.is_live(self.seen_at)
 
     @property
+    def section(self) -> str | None:
+        """Where in a composition it aims (``judgment.refunds.constraints``)."""
+        return section_of(self.record)
+
+    @property
     def can_approve(self) -> bool:
         return (
             self.live

@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from memory_admin.dashboard.demo import CORPUS_VERSION
 from memory_admin.dashboard.permissions import Ability, Access, AmbiguousScope, NotVisible
 from memory_admin.store import InMemoryMemoryStore
 from tests.dashboard.conftest import MakeClient, find
@@ -55,7 +56,7 @@ def test_in_grant_everything_shows(acme_viewer: Client, demo_store: InMemoryMemo
 def test_single_grant_is_the_starting_scope(acme_viewer: Client) -> None:
     status, html = browse(acme_viewer)
     assert status == 200 and "Scopes within <code>tenant=acme</code>" in html
-    assert "The demo corpus (v3) was loaded" in html
+    assert f"The demo corpus ({CORPUS_VERSION}) was loaded" in html
 
 
 def test_facets_never_name_other_tenants(acme_viewer: Client) -> None:

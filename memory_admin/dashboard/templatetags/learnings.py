@@ -6,6 +6,7 @@ from __future__ import annotations
 from django import template
 from django.http import QueryDict
 
+from memory_admin.promotion import Transition
 from memory_admin.reports.learnings import STATE_WORDS
 
 register = template.Library()
@@ -43,3 +44,11 @@ def query(params: QueryDict, **changes: object) -> str:
             changed[name] = str(value)
     text = changed.urlencode()
     return f"?{text}" if text else "?"
+
+
+@register.filter
+def decided_by(transition: Transition) -> str:
+    """Who made a transition, in words: a person's name, the gate chain, or the store."""
+    if transition.by == "person":
+        return transition.actor
+    return "the gate chain" if transition.by == "gate" else "the store"
