@@ -3,11 +3,14 @@ share of a budget."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django import template
 from django.http import QueryDict
 
 from memory_admin.promotion import Transition
 from memory_admin.reports.learnings import STATE_WORDS
+from memory_admin.scope import format_scope
 
 register = template.Library()
 
@@ -52,3 +55,9 @@ def decided_by(transition: Transition) -> str:
     if transition.by == "person":
         return transition.actor
     return "the gate chain" if transition.by == "gate" else "the store"
+
+
+@register.filter
+def scope_param(scope: Mapping[str, str]) -> str:
+    """A scope as a ``scope=`` query value takes it (plain text, for ``urlencode``)."""
+    return format_scope(scope)

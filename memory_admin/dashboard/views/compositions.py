@@ -88,7 +88,7 @@ def composition_context(access: Access, form: CompositionForm) -> dict[str, Any]
         "scope_text": format_scope(scope),
         "view": view,
         "as_of": data["as_of"],
-        "rollback": access.can_curate and data["as_of"] is None and data["version"] is None,
+        "rollback": access.can_curate and data["as_of"] is None and not data["version"],
         "versions": _versions(view.history),
     }
 

@@ -143,7 +143,7 @@ def decide_many(request: HtmxHttpRequest) -> HttpResponse:
     form = BulkForm(request.POST)
     back = _safe_next(request, reverse("dashboard:learnings"))
     if not form.is_valid():
-        return _inbox_refused(request, back, form, "Nothing was decided.", status=400)
+        return _inbox_refused(request, back, form, form_problems(form), status=400)
     records = [access.visible_record(store.get(record_id), record_id) for record_id in form.pins]
     contexts = Contexts(store)
     compositions = {}
@@ -156,7 +156,7 @@ def decide_many(request: HtmxHttpRequest) -> HttpResponse:
             compositions[record.id] = context.composition
     refuse_quoting(form, [record.content for record in records])
     if not form.is_valid():
-        return _inbox_refused(request, back, form, "Nothing was decided.", status=400)
+        return _inbox_refused(request, back, form, form_problems(form), status=400)
     try:
         entries = actions.decide_learnings(
             store,
@@ -249,14 +249,21 @@ def learning(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     kept = retry_data(request, f"learning:{record_id}")  # a refused decision, redirected here
     if kept is None:
         return render_region(request, LEARNING, "learning", learning_context(store, access, review))
-    form = DecisionForm(kept)
-    form.is_valid()
-    if kept.get("message"):
-        form.add_error(None, _kept(kept, "message"))
+    form = _kept_decision(kept, review)
     moved = _moved(store, access, record_id, form.cleaned_data.get("pin"), form.cleaned_data.get("seen_at"))
     status = 409 if kept.get("moved") else 400
     context = learning_context(store, access, review, form=form, moved=moved if status == 409 else None)
     return render_region(request, LEARNING, "learning", context, status=status)
+
+
+def _kept_decision(kept: QueryDict, review: CandidateReview) -> DecisionForm:
+    """A refused decision's form as it was posted, with why it was refused."""
+    form = DecisionForm(kept)
+    if form.is_valid() and form.cleaned_data["decision"] != "approve":
+        refuse_quoting(form, [review.record.content])
+    if kept.get("message"):
+        form.add_error(None, _kept(kept, "message"))
+    return form
 
 
 def learning_context(
@@ -409,7 +416,7 @@ def edit(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     kept = retry_data(request, f"edit:{record_id}")
     if kept is not None:
         form = _edit_form(store, review, data=kept)
-        form.is_valid()
+        refuse_quoting(form, [review.record.content])
         if kept.get("message"):
             form.add_error(None, _kept(kept, "message"))
         moved = _moved(store, access, record_id, form.cleaned_data.get("pin"), form.cleaned_data.get("seen_at"))
@@ -491,12 +498,9 @@ def rollback(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     actions.may_review(access)
     access, store, review = _review(request, record_id)
     kept = retry_data(request, f"rollback:{record_id}")
-    form = DecisionForm(kept) if kept is not None else None
+    form = _kept_decision(kept, review) if kept is not None else None
     moved, status = None, 200
     if form is not None and kept is not None:
-        form.is_valid()
-        if kept.get("message"):
-            form.add_error(None, _kept(kept, "message"))
         status = 409 if kept.get("moved") else 400
         if status == 409:
             moved = _moved(store, access, record_id, form.cleaned_data.get("pin"), form.cleaned_data.get("seen_at"))
