@@ -247,9 +247,13 @@ def candidate_birth(record: MemoryRecord) -> Transition:
     )
 
 
-def state_after(record: MemoryRecord, transition: Transition, *, primitive: str) -> Promotion:
-    """A record's promotion state once ``transition`` is its latest."""
-    return Promotion(
+def state_after(
+    record: MemoryRecord, transition: Transition, *, primitive: str, with_record: bool = False
+) -> Promotion:
+    """A record's promotion state once ``transition`` is its latest (``with_record``: the
+    record attached). Built from validated parts without validating them again: listings
+    and gate runs build thousands."""
+    return Promotion.model_construct(
         record_id=record.id,
         scope=record.scope,
         state=transition.state,
@@ -258,6 +262,7 @@ def state_after(record: MemoryRecord, transition: Transition, *, primitive: str)
         revision=transition.revision,
         at=transition.at,
         last=transition,
+        record=record if with_record else None,
     )
 
 

@@ -21,7 +21,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memory_admin.composition import AgentComposition, apply_memory_overlay
+from memory_admin import tuning
+from memory_admin.composition import AgentComposition, Overlay, apply_memory_overlay
 from memory_admin.errors import (
     MemoryConflictError,
     MemoryCorruptionError,
@@ -58,6 +59,7 @@ from memory_admin.records import MemoryRecord, MemorySearchQuery, Provenance, pa
 from memory_admin.scope import TENANT_KEY, Scope, ScopeMatch, canonical_scope, is_subset_match, scope_json
 from memory_admin.steps import Steps
 from memory_admin.store.arguments import check_count, check_event_id, check_id, check_list, check_time
+from memory_admin.store.caches import LruCache
 from memory_admin.store.core import MAX_PROMOTED
 from memory_admin.store.event_log import BaseEventLogStore
 from memory_admin.store.plan import Cursor, SearchPlan, now_us
@@ -152,6 +154,28 @@ def _moved(message: str, record_id: str, refused: str) -> DecisionOutcome:
 class BaseLearningStore(BaseEventLogStore):
     """Promotion state and registered compositions over a backend's primitives (its
     events go through the event log)."""
+
+    _overlays: LruCache[tuple[str, tuple[str, ...]], Overlay] | None = None
+
+    def overlay(self, composition: AgentComposition, records: Sequence[MemoryRecord]) -> Overlay:
+        """:func:`~memory_admin.composition.apply_memory_overlay` of ``records`` (promoted
+        and live: the caller's choice) into ``composition``, computed once per distinct
+        composition and set of records while this store object keeps it. The overlay is a
+        pure function of the composition and the records, and a record's content, target
+        and payload never change under its id; what it keeps goes with every forgetting."""
+        if self._overlays is None:
+            self._overlays = LruCache(tuning.OVERLAY_CACHE)
+        key = (composition.version, tuple(sorted(record.id for record in records)))
+        found = self._overlays.get(key)
+        if found is None:
+            found = apply_memory_overlay(composition, records)
+            self._overlays.put(key, found)
+        return found
+
+    def _forget_reads(self) -> None:
+        super()._forget_reads()
+        if self._overlays is not None:
+            self._overlays.clear()
 
     # --- compositions --------------------------------------------------------------------
 
@@ -397,10 +421,14 @@ class BaseLearningStore(BaseEventLogStore):
         now = self._clock()
 
         def steps(s: Session) -> Steps[Statement, tuple[list[DecisionOutcome], list[tuple[MemoryRecord, Transition]]]]:
-            records = yield from s.get_many(ids, lock=True)
+            # the promotion rows are what a decision changes: locked (with their records) first
+            current = yield from s.promotion_states(ids, lock=True)
+            records = {record_id: p.record for record_id, p in current.items() if p.record is not None}
+            untargeted = [record_id for record_id in ids if record_id not in current]
+            if untargeted:  # told apart: no such record, or one without a target
+                records.update((yield from s.get_many(untargeted)))
             for tenant in sorted({record.scope[TENANT_KEY] for record in records.values()}):
                 yield from s.lock_learnings(tenant)
-            current = yield from s.promotion_states(ids, lock=True)
             overlays: dict[tuple[str, str, str | None], str | None] = {}
             for decision in parsed:
                 pin = decision.pin
@@ -422,7 +450,8 @@ class BaseLearningStore(BaseEventLogStore):
                     outcomes.append(refusal)
                     continue
                 assert record is not None and before is not None
-                transition = Transition(
+                # built from the validated decision and the stored state: no second validation
+                transition = Transition.model_construct(
                     record_id=record.id,
                     revision=before.revision + 1,
                     at=max(now, before.at),
@@ -437,9 +466,7 @@ class BaseLearningStore(BaseEventLogStore):
                     overlay_version=decision.overlay_version,
                     composition_version=decision.composition_version,
                 )
-                after = state_after(record, transition, primitive=before.primitive).model_copy(
-                    update={"record": record}
-                )
+                after = state_after(record, transition, primitive=before.primitive, with_record=True)
                 current[record.id] = after
                 moves.append((record, transition))
                 outcomes.append(DecisionOutcome(record_id=record.id, applied=True, promotion=after))
@@ -460,7 +487,7 @@ class BaseLearningStore(BaseEventLogStore):
         composition = AgentComposition.model_validate_json(found[1])
         plan = _reached(pin.scope, "visible", pin.agent, MAX_PROMOTED, now)
         promoted = yield from s.promoted_records(plan, None)
-        return apply_memory_overlay(composition, [r for r in promoted if r.is_live(now)]).version
+        return self.overlay(composition, [r for r in promoted if r.is_live(now)]).version
 
     @staticmethod
     def _refusal(

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_admin.composition import AgentComposition
+from memory_admin.composition import AgentComposition, Overlay
 from memory_admin.errors import CapabilityError
 from memory_admin.events import AnyEvent, EventLogStats, EventQuery, EventSink, StoredEvent
 from memory_admin.promotion import (
@@ -449,6 +449,12 @@ class PromotionMemoryStore(MemoryStore, Protocol):
     ) -> list[RegisteredComposition]:
         """Registrations for exactly ``scope`` or (not ``exact``) every scope containing
         its pairs, newest first; only those made by ``as_of`` when given."""
+        ...
+
+    def overlay(self, composition: AgentComposition, records: Sequence[MemoryRecord]) -> Overlay:
+        """:func:`~memory_admin.composition.apply_memory_overlay` of ``records`` into
+        ``composition``, folded once per distinct composition and set of records while the
+        store object keeps it (a forgetting drops what it keeps)."""
         ...
 
     def registered_composition(

@@ -29,6 +29,7 @@ from memory_admin.promotion import (
     Transition,
     TransitionQuery,
     candidate_birth,
+    state_after,
 )
 from memory_admin.records import MemoryRecord, Provenance
 from memory_admin.scope import Scope, scope_json
@@ -87,17 +88,8 @@ class SqlLearnings(ABC):
         """A promotion from ``state, revision, at, body, primitive`` and the record's columns."""
         state, revision, at, body, primitive = row[:5]
         record = self.record_cache.record(tuple(row[5:]))
-        last = self._transition(record.id, state, revision, at, body)
-        return Promotion(
-            record_id=record.id,
-            scope=record.scope,
-            state=last.state,
-            tier=last.tier,
-            primitive=str(primitive),
-            revision=last.revision,
-            at=last.at,
-            last=last,
-            record=record,
+        return state_after(
+            record, self._transition(record.id, state, revision, at, body), primitive=str(primitive), with_record=True
         )
 
     def _reach(self, plan: SearchPlan, column: str) -> Steps[Statement, tuple[str, list[Any]] | None]:
