@@ -90,3 +90,7 @@ FORGET_SCAN_CHUNK = 1000
 OVERLAY_CACHE = 64
 """Overlays a store object keeps (one per composition and set of promoted records): an
 agent composed at every instantiate from unchanged learnings is folded once."""
+
+PROMOTED_READS = 256
+"""Scopes whose promoted records a store object keeps between compositions, each checked
+against a summary of the store's promotions (one aggregate query) before it is reused."""

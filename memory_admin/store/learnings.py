@@ -156,6 +156,9 @@ class BaseLearningStore(BaseEventLogStore):
     events go through the event log)."""
 
     _overlays: LruCache[tuple[str, tuple[str, ...]], Overlay] | None = None
+    _promoted_reads: (
+        LruCache[tuple[str, str, str | None], tuple[tuple[Any, ...], tuple[MemoryRecord, ...], datetime | None]] | None
+    ) = None
 
     def overlay(self, composition: AgentComposition, records: Sequence[MemoryRecord]) -> Overlay:
         """:func:`~memory_admin.composition.apply_memory_overlay` of ``records`` (promoted
@@ -174,8 +177,9 @@ class BaseLearningStore(BaseEventLogStore):
 
     def _forget_reads(self) -> None:
         super()._forget_reads()
-        if self._overlays is not None:
-            self._overlays.clear()
+        for kept in (self._overlays, self._promoted_reads):
+            if kept is not None:
+                kept.clear()
 
     # --- compositions --------------------------------------------------------------------
 
@@ -804,13 +808,34 @@ class BaseLearningStore(BaseEventLogStore):
         moment = check_time(as_of, "as_of") if as_of is not None else None
         now = self._clock()
         plan = _reached(scope, scope_match, agent, MAX_PROMOTED, now)
-        found: list[MemoryRecord] = yield Unit("snapshot", lambda s: s.promoted_records(plan, moment))
         if moment is not None:
-            return [record for record in found if _live_at(record, moment)]
+            then: list[MemoryRecord] = yield Unit("snapshot", lambda s: s.promoted_records(plan, moment))
+            return [record for record in then if _live_at(record, moment)]
+        # a host composes at every instantiate, mostly from unchanged learnings: a summary of
+        # them decides whether the records read last time still stand (expiry aside)
+        key = (scope_json(plan.query.scope), scope_match, agent)
+        if self._promoted_reads is None:
+            self._promoted_reads = LruCache(tuning.PROMOTED_READS)
+        kept = self._promoted_reads.get(key)
+
+        def steps(s: Session) -> Steps[Statement, tuple[tuple[Any, ...], list[MemoryRecord] | None]]:
+            summary = yield from s.promoted_fingerprint(plan)
+            if kept is not None and kept[0] == summary:
+                return summary, None
+            return summary, (yield from s.promoted_records(plan, None))
+
+        summary, found = yield Unit("snapshot", steps)
+        if found is None and kept is not None and (kept[2] is None or now < kept[2]):
+            return list(kept[1])
+        if found is None:  # a kept record expired since: read them again
+            found = yield Unit("snapshot", lambda s: s.promoted_records(plan, None))
         live = [record for record in found if record.is_live(now)]
         if len(live) < len(found):
             # expiry has no moment of its own in the store: the first read after it demotes
             yield from self._demote_lapsed([record for record in found if not record.is_live(now)], now)
+            return live
+        expiries = [record.expires_at for record in live if record.expires_at is not None]
+        self._promoted_reads.put(key, (summary, tuple(live), min(expiries) if expiries else None))
         return live
 
     def _demote_lapsed(self, lapsed: list[MemoryRecord], now: datetime) -> Steps[Work, None]:

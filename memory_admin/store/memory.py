@@ -511,6 +511,14 @@ class _Session:
         found.sort(key=lambda record: (now_us(record.created_at), self._seq(record.id)))
         return no_statements(found[: plan.limit])
 
+    def promoted_fingerprint(self, plan: SearchPlan) -> Steps[Statement, tuple[Any, ...]]:
+        found = sorted(
+            (record.id, promotion.revision, len(record.supports))
+            for promotion, record in self._reached_promotions(plan, None)
+            if promotion.state == "promoted"
+        )
+        return no_statements(tuple(found))
+
     def set_supports(self, record_id: str, supports: Sequence[Provenance]) -> Steps[Statement, None]:
         current = self._current(record_id)
         assert current is not None

@@ -235,6 +235,12 @@ class Session(Protocol):
         caller keeps the valid ones."""
         ...
 
+    def promoted_fingerprint(self, plan: SearchPlan) -> Steps[Statement, tuple[Any, ...]]:
+        """A cheap summary of the records promoted now in the plan's reach (which, their
+        moves, their corroborations): equal summaries, equal :meth:`promoted_records`
+        but for expiry, which the caller checks."""
+        ...
+
     def set_supports(self, record_id: str, supports: Sequence[Provenance]) -> Steps[Statement, None]: ...
 
     def put_composition(self, version: str, name: str, body: str, at: datetime) -> Steps[Statement, None]:

@@ -296,6 +296,20 @@ class SqlLearnings(ABC):
         )
         return [self.record_cache.record(tuple(row)) for row in rows]
 
+    def promoted_fingerprint(self, plan: SearchPlan) -> Steps[Statement, tuple[Any, ...]]:
+        d = self.dialect
+        reach = yield from self._reach(plan, "x.scope_id")
+        if reach is None:
+            return ()
+        rows = yield Statement(
+            f"SELECT count(*), max(x.at), sum(x.{d.key}), sum(length(coalesce(r.supports, ''))) "
+            f"FROM memory_promotions x JOIN memory_records r ON r.{d.key} = x.{d.key} "
+            f"WHERE x.state = 'promoted' AND {reach[0]}",
+            reach[1],
+            raw=True,
+        )
+        return tuple(rows[0])
+
     def set_supports(self, record_id: str, supports: Sequence[Provenance]) -> Steps[Statement, None]:
         d = self.dialect
         value = dumps([p.model_dump(exclude_none=True) for p in supports]) if supports else None
