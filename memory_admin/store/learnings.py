@@ -718,6 +718,52 @@ class BaseLearningStore(BaseEventLogStore):
             )
         return limit
 
+    # --- copies ------------------------------------------------------------------------------
+
+    def import_learnings(
+        self,
+        histories: Sequence[Sequence[Transition | Mapping[str, Any]]],
+        registrations: Sequence[tuple[AgentComposition, RegisteredComposition]] = (),
+    ) -> int:
+        """Restore what another store kept of its learnings (moving a store's contents):
+        each record's whole promotion history (the records imported already, verbatim:
+        :meth:`import_records` made them candidates), and compositions with the
+        registrations of them, times included. A registration already here is skipped, so
+        a copy can be resumed. Returns how many histories it restored."""
+        parsed = []
+        for i, history in enumerate(check_list(histories, "histories")):
+            moves = [parse_model(Transition, t, what=f"history {i}") for t in check_list(history, f"histories.{i}")]
+            if not moves or [t.revision for t in moves] != list(range(len(moves))):
+                raise MemoryValidationError(
+                    f"History {i} is not a record's transitions from revision 0 on.",
+                    [{"loc": f"histories.{i}", "msg": "gap"}],
+                )
+            if len({t.record_id for t in moves}) != 1:
+                raise MemoryValidationError(f"History {i} mixes records.", [{"loc": f"histories.{i}", "msg": "mixed"}])
+            parsed.append(moves)
+        wanted = [(c, parse_model(RegisteredComposition, r, what="registration")) for c, r in registrations]
+
+        def steps(s: Session) -> Steps[Statement, int]:
+            states = yield from s.promotion_states([h[0].record_id for h in parsed])
+            missing = [h[0].record_id for h in parsed if h[0].record_id not in states]
+            if missing:
+                raise MemoryNotFoundError(
+                    missing[0], f"Record {missing[0]} is not here as a candidate; import it first."
+                )
+            for history in parsed:
+                yield from s.restore_history(history)
+            for composition, use in wanted:
+                yield from s.put_composition(
+                    composition.version, composition.name, composition.model_dump_json(), use.registered_at
+                )
+                known = yield from s.composition_uses(use.scope, True, None)
+                if not any(k.version == use.version and k.registered_at == use.registered_at for k in known):
+                    yield from s.add_composition_use(use.scope, use.version, use.registered_at)
+            return len(parsed)
+
+        restored: int = self._run_unit(Unit("write", steps))
+        return restored
+
     # --- the gardening pass's proposals ----------------------------------------------------
 
     def propose(self, proposals: Sequence[ProposalInput | Mapping[str, Any]]) -> list[Proposal]:

@@ -555,6 +555,17 @@ class PromotionMemoryStore(MemoryStore, Protocol):
         live then. Demotes a promoted record it finds expired."""
         ...
 
+    def import_learnings(
+        self,
+        histories: Sequence[Sequence[Transition | Mapping[str, Any]]],
+        registrations: Sequence[tuple[AgentComposition, RegisteredComposition]] = (),
+    ) -> int:
+        """Restore another store's learnings after its records were imported (a copy):
+        each record's whole promotion history, and compositions with their registrations,
+        times included; a registration already present is skipped. Returns how many
+        histories it restored."""
+        ...
+
     def propose(self, proposals: Sequence[ProposalInput | Mapping[str, Any]]) -> list[Proposal]:
         """Keep the gardening pass's proposals, pending, for a person to accept or reject;
         returns those stored. A record gets one proposal of a kind, ever: one a person

@@ -257,6 +257,27 @@ class SqlLearnings(ABC):
         )
         return [(self._transition(d.id_text(rid), *rest), int(key)) for rid, *rest, key in rows]
 
+    def restore_history(self, transitions: Sequence[Transition]) -> Steps[Statement, None]:
+        d = self.dialect
+        record_id = d.id_param(transitions[0].record_id)
+        yield Statement(
+            f"DELETE FROM memory_promotion_history WHERE {d.key} = (SELECT r.{d.key} FROM memory_records r "
+            f"WHERE r.id = {d.p})",
+            [record_id],
+        )
+        yield Statement(
+            f"INSERT INTO memory_promotion_history ({d.key}, revision, scope_id, at, state, body) "
+            f"SELECT r.{d.key}, {d.p}, r.scope_id, {d.p}, {d.p}, {d.p} FROM memory_records r WHERE r.id = {d.p}",
+            [(t.revision, d.to_db_time(t.at), t.state, transition_body(t), record_id) for t in transitions],
+            many=True,
+        )
+        last = transitions[-1]
+        yield Statement(
+            f"UPDATE memory_promotions SET state = {d.p}, tier = {d.p}, revision = {d.p}, at = {d.p} "
+            f"WHERE {d.key} = (SELECT r.{d.key} FROM memory_records r WHERE r.id = {d.p})",
+            [last.state, last.tier, last.revision, d.to_db_time(last.at), record_id],
+        )
+
     def record_transitions(self, record_id: str) -> Steps[Statement, list[Transition]]:
         d = self.dialect
         rows = yield Statement(
