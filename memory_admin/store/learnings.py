@@ -402,14 +402,7 @@ class BaseLearningStore(BaseEventLogStore):
     @staticmethod
     def _one(outcomes: list[DecisionOutcome]) -> Promotion:
         [outcome] = outcomes
-        if outcome.applied:
-            assert outcome.promotion is not None
-            return outcome.promotion
-        if outcome.refused == "not_found":
-            raise MemoryNotFoundError(outcome.record_id)
-        if outcome.refused in ("not_allowed", "not_candidate"):
-            raise MemoryValidationError(outcome.message or "", [{"loc": "state", "msg": outcome.refused or ""}])
-        raise MemoryConflictError(outcome.message or "", record_id=outcome.record_id, refused=outcome.refused)
+        return outcome.result()
 
     def _decide(
         self, decisions: Sequence[DecisionLike], all_or_nothing: bool = False
