@@ -56,7 +56,7 @@ from memory_admin.promotion import (
     state_after,
 )
 from memory_admin.records import MemoryRecord, MemorySearchQuery, Provenance, parse_model
-from memory_admin.scope import TENANT_KEY, Scope, ScopeMatch, canonical_scope, is_subset_match, scope_json
+from memory_admin.scope import TENANT_KEY, Scope, ScopeMatch, canonical_scope, is_subset_match, read_view, scope_json
 from memory_admin.steps import Steps
 from memory_admin.store.arguments import check_count, check_event_id, check_id, check_list, check_time
 from memory_admin.store.caches import LruCache
@@ -482,7 +482,8 @@ class BaseLearningStore(BaseEventLogStore):
         if found is None or pin.scope is None:
             return None
         composition = AgentComposition.model_validate_json(found[1])
-        plan = _reached(pin.scope, "visible", pin.agent, MAX_PROMOTED, now)
+        # the scope's view as compose reads it (an agent's own records join the shared)
+        plan = _reached(read_view(pin.scope, pin.agent), "visible", pin.agent, MAX_PROMOTED, now)
         promoted = yield from s.promoted_records(plan, None)
         return self.overlay(composition, [r for r in promoted if r.is_live(now)]).version
 
