@@ -25,6 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
+from memory_admin.errors import MemoryConflictError, MemoryNotFoundError, MemoryValidationError
 from memory_admin.records import MAX_ID_CHARS, MAX_REASON_CHARS, CanonicalScope, MemoryRecord, UtcDatetime
 from memory_admin.scope import ScopeMatch, has_control_chars
 
@@ -197,6 +198,20 @@ class DecisionOutcome(_Frozen):
     """``moved``, ``not_allowed``, ``not_found``, ``not_candidate``, ``needs_person``."""
     message: str | None = None
 
+    def result(self) -> Promotion:
+        """The promotion as the decision left it, or the refusal as its typed error:
+        :class:`~memory_admin.errors.MemoryNotFoundError`, a
+        :class:`~memory_admin.errors.MemoryValidationError` for a move the rules do not
+        allow, a :class:`~memory_admin.errors.MemoryConflictError` for a pin that moved or
+        a decision only a person may make."""
+        if self.applied and self.promotion is not None:
+            return self.promotion
+        if self.refused == "not_found":
+            raise MemoryNotFoundError(self.record_id)
+        if self.refused in ("not_allowed", "not_candidate"):
+            raise MemoryValidationError(self.message or "", [{"loc": "state", "msg": self.refused or ""}])
+        raise MemoryConflictError(self.message or "", record_id=self.record_id, refused=self.refused)
+
 
 class PromotionQuery(_Frozen):
     """A listing of promotion states under a scope, newest decision first."""
@@ -247,9 +262,13 @@ def candidate_birth(record: MemoryRecord) -> Transition:
     )
 
 
-def state_after(record: MemoryRecord, transition: Transition, *, primitive: str) -> Promotion:
-    """A record's promotion state once ``transition`` is its latest."""
-    return Promotion(
+def state_after(
+    record: MemoryRecord, transition: Transition, *, primitive: str, with_record: bool = False
+) -> Promotion:
+    """A record's promotion state once ``transition`` is its latest (``with_record``: the
+    record attached). Built from validated parts without validating them again: listings
+    and gate runs build thousands."""
+    return Promotion.model_construct(
         record_id=record.id,
         scope=record.scope,
         state=transition.state,
@@ -258,6 +277,7 @@ def state_after(record: MemoryRecord, transition: Transition, *, primitive: str)
         revision=transition.revision,
         at=transition.at,
         last=transition,
+        record=record if with_record else None,
     )
 
 

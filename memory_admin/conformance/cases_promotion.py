@@ -477,3 +477,26 @@ class PromotionCases(ConformanceBase):
         assert store.proposal(made[0].id) is None
         with pytest.raises(MemoryValidationError):
             store.propose([{"kind": "rewrite", "record_id": second.id, "reason": "no such kind"}])
+
+    def test_promoted_records_follow_every_change_made_anywhere(
+        self, store: FullMemoryStore, raw_store: FullMemoryStore, clock: FakeClock
+    ) -> None:
+        first = self._candidate(store, expires_at=clock.peek() + timedelta(days=3))
+        second = store.write([learning("Ask which plan the customer is on.")])[0]
+        store.promote(first.id, actor="gate", by="gate", tier="earned")
+        assert [r.id for r in store.promoted_records(U1)] == [first.id]
+        assert [r.id for r in store.promoted_records(U1)] == [first.id], "read again, unchanged"
+        store.corroborate(first.id, {"conversation_id": "c9"})
+        [again] = store.promoted_records(U1)
+        assert [p.conversation_id for p in again.supports] == ["c9"], "a corroboration shows"
+        other = self.open_again(raw_store)
+        if other is not None and other is not raw_store:
+            other.promote(second.id, actor="mei", tier="earned")  # another process
+            other.close()
+        else:
+            store.promote(second.id, actor="mei", tier="earned")
+        assert [r.id for r in store.promoted_records(U1)] == [first.id, second.id]
+        store.demote(second.id, actor="lena", reason="too narrow")
+        assert [r.id for r in store.promoted_records(U1)] == [first.id]
+        clock.advance(days=4)
+        assert store.promoted_records(U1) == [], "an expiry needs no change in the store to show"

@@ -3,6 +3,7 @@
 :func:`compose` is what a host calls at each instantiate: one bounded, indexed read of the
 records promoted and live for the scope (its own and those shared above it, never a
 sibling's; the agent convention applied), :func:`~memory_admin.composition.apply_memory_overlay`
+(through the store, which folds one composition and set of learnings once)
 over them, the prompt with every line's source (:func:`~memory_admin.composition.render_prompt`),
 and one ``agent.memory.overlay`` event. With ``as_of`` it is a replay: the composition the
 scope had registered then and the records promoted and live then, and no event.
@@ -17,7 +18,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from memory_admin.composition import AgentComposition, Overlay, RenderedPrompt, apply_memory_overlay, render_prompt
+from memory_admin.composition import AgentComposition, Overlay, RenderedPrompt, render_prompt
 from memory_admin.errors import MemoryNotFoundError, MemoryValidationError
 from memory_admin.events import MemoryOverlayEvent
 from memory_admin.records import MemoryRecord, UtcDatetime, utc_now
@@ -118,7 +119,7 @@ def compose(
         store.register_composition(authored, canonical)
     view = read_view(canonical, agent)
     promoted = store.promoted_records(view, agent=agent, as_of=as_of)
-    composed = _composed(canonical, agent, as_of, authored, promoted)
+    composed = _composed(store, canonical, agent, as_of, authored, promoted)
     if emit and as_of is None and isinstance(store, EventLogStore):
         store.emit(overlay_event(composed, stamped, round((time.perf_counter() - started) * 1000, 3)))
     return composed
@@ -147,7 +148,7 @@ async def acompose(
         await store.aregister_composition(authored, canonical)
     view = read_view(canonical, agent)
     promoted = await store.apromoted_records(view, agent=agent, as_of=as_of)
-    composed = _composed(canonical, agent, as_of, authored, promoted)
+    composed = _composed(store, canonical, agent, as_of, authored, promoted)
     if emit and as_of is None and isinstance(store, EventLogStore):
         event = overlay_event(composed, stamped, round((time.perf_counter() - started) * 1000, 3))
         await asyncio.to_thread(store.emit, event)  # the event log is a blocking write
@@ -155,13 +156,14 @@ async def acompose(
 
 
 def _composed(
+    store: PromotionMemoryStore,
     scope: Scope,
     agent: str | None,
     as_of: datetime | None,
     authored: AgentComposition,
     promoted: Sequence[MemoryRecord],
 ) -> Composed:
-    overlay = apply_memory_overlay(authored, promoted)
+    overlay = store.overlay(authored, promoted)  # folded once per composition and set of learnings
     return Composed(scope=scope, agent=agent, as_of=as_of, overlay=overlay, prompt=render_prompt(overlay))
 
 

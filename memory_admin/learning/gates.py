@@ -263,8 +263,28 @@ class ReconcileFinding:
     """An authored item's position in its slot."""
 
 
+Words = Callable[[str], tuple[frozenset[str], bool]]
+
+
+def run_words() -> Words:
+    """:func:`content_words` remembered for one run (a domain's items meet every candidate
+    of it); nothing outlives the run."""
+    seen: dict[str, tuple[frozenset[str], bool]] = {}
+
+    def words(text: str) -> tuple[frozenset[str], bool]:
+        found = seen.get(text)
+        if found is None:
+            found = seen[text] = content_words(text)
+        return found
+
+    return words
+
+
 def reconcile(
-    record: MemoryRecord, composition: AgentComposition, promoted: Sequence[MemoryRecord]
+    record: MemoryRecord,
+    composition: AgentComposition,
+    promoted: Sequence[MemoryRecord],
+    words: Words = content_words,
 ) -> ReconcileFinding | None:
     """A likely contradiction or restatement between a judgment candidate and its
     domain's authored items or promoted learnings; ``None`` when none is found."""
@@ -272,7 +292,7 @@ def reconcile(
     if not isinstance(target, JudgmentTarget):
         return None
     judgment = composition.judgment(target.domain)
-    mine, negated = content_words(record.content)
+    mine, negated = words(record.content)
     if not mine or judgment is None:
         return None
     items: list[tuple[str, str, str, int | None]] = []
@@ -284,7 +304,7 @@ def reconcile(
             items.append((other.id, f"judgment.{target.domain}.{other.target.slot}", other.content, None))
     best: ReconcileFinding | None = None
     for against, section, text, index in items:
-        theirs, their_negation = content_words(text)
+        theirs, their_negation = words(text)
         if not theirs:
             continue
         overlap = len(mine & theirs) / min(len(mine), len(theirs))
@@ -302,20 +322,35 @@ def reconcile(
     return best
 
 
-def slot_holder(record: MemoryRecord, promoted: Sequence[MemoryRecord]) -> MemoryRecord | None:
-    """The promoted learning holding the slot an auto-tier candidate aims at: the same
-    background section and key, or an awareness domain of the same name."""
-    target = record.target
-    for other in promoted:
-        if other.id == record.id:
-            continue
-        if isinstance(target, BackgroundTarget) and other.target == target:
-            return other
-        if isinstance(target, AwarenessTarget) and isinstance(other.target, AwarenessTarget):
-            mine, theirs = (record.payload or {}).get("name"), (other.payload or {}).get("name")
-            if mine is not None and mine == theirs:
-                return other
-    return None
+class Slots:
+    """The auto-tier slots promoted learnings hold: background ``(section, key)`` and
+    awareness names, each with its holder."""
+
+    def __init__(self, promoted: Sequence[MemoryRecord] = ()) -> None:
+        self._held: dict[tuple[str, ...], MemoryRecord] = {}
+        for record in promoted:
+            self.add(record)
+
+    @staticmethod
+    def _slot(record: MemoryRecord) -> tuple[str, ...] | None:
+        target = record.target
+        if isinstance(target, BackgroundTarget):
+            return ("background", target.section, target.key)
+        if isinstance(target, AwarenessTarget):
+            name = (record.payload or {}).get("name")
+            return ("awareness", str(name)) if name is not None else None
+        return None
+
+    def add(self, record: MemoryRecord) -> None:
+        slot = self._slot(record)
+        if slot is not None:
+            self._held.setdefault(slot, record)
+
+    def holder(self, record: MemoryRecord) -> MemoryRecord | None:
+        """The promoted learning holding the slot ``record`` aims at (not ``record`` itself)."""
+        slot = self._slot(record)
+        found = self._held.get(slot) if slot is not None else None
+        return found if found is not None and found.id != record.id else None
 
 
 # --- the chain ---------------------------------------------------------------------------------
@@ -357,6 +392,8 @@ def judge(
     policy: PromotionPolicy,
     evaluator: Evaluator | None,
     before: Overlay,
+    slots: Slots | None = None,
+    words: Words = content_words,
 ) -> tuple[Tier, _Verdict]:
     """One candidate through its tier's gates, against the learnings promoted so far."""
     assert record.target is not None
@@ -371,7 +408,7 @@ def judge(
         gates.append(GateResult(gate="payload", passed=False, detail=missing))
         return tier, _Verdict("held", missing, gates)
     if tier is Tier.AUTO:
-        holder = slot_holder(record, promoted)
+        holder = (slots or Slots(promoted)).holder(record)
         if holder is not None:
             detail = f"learning {holder.id} holds the same slot"
             gates.append(
@@ -382,7 +419,7 @@ def judge(
             )
         gates.append(GateResult(gate="reconciliation", passed=True, detail="no learned entry holds the slot"))
         return tier, _Verdict("promoted", "auto tier: written and reconciled", gates)
-    finding = reconcile(record, composition, promoted)
+    finding = reconcile(record, composition, promoted, words)
     if tier is Tier.GUARDED:
         if finding is not None:
             return tier, _conflict(finding, gates)
@@ -462,7 +499,9 @@ def promote_candidates(
     if not dry_run:
         store.register_composition(composition, canonical)
     promoted = list(store.promoted_records(view, agent=policy.agent))
-    start = current = apply_memory_overlay(composition, promoted)
+    start = current = store.overlay(composition, promoted)
+    slots = Slots(promoted)
+    words = run_words()
     stale = False
     evaluator = Evaluator(policy.eval_gate, policy.tolerance) if policy.eval_gate is not None else None
     outcomes: list[CandidateOutcome] = []
@@ -473,7 +512,7 @@ def promote_candidates(
             continue
         if evaluator is not None and stale:
             current, stale = apply_memory_overlay(composition, promoted), False
-        tier, verdict = judge(record, composition, promoted, policy, evaluator, current)
+        tier, verdict = judge(record, composition, promoted, policy, evaluator, current, slots, words)
         evidence = _evidence(verdict.gates)
         unchanged = (
             verdict.state == candidate.state
@@ -510,13 +549,15 @@ def promote_candidates(
         )
         if verdict.state == "promoted":
             promoted.append(record)
+            slots.add(record)
             stale = True
-    after = apply_memory_overlay(composition, promoted) if stale or evaluator is None else current
     if decisions and not dry_run:
         applied = {o.record_id: o for o in store.decide(decisions)}
         outcomes = [_settled(o, applied.get(o.record_id)) for o in outcomes]
         # what the run promoted is read back, not assumed: a candidate may have moved meanwhile
-        after = apply_memory_overlay(composition, store.promoted_records(view, agent=policy.agent))
+        after = store.overlay(composition, store.promoted_records(view, agent=policy.agent))
+    else:
+        after = apply_memory_overlay(composition, promoted) if stale else current
     return PromotionReport(
         scope=canonical,
         agent=policy.agent,

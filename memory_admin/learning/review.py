@@ -42,14 +42,7 @@ def _within(within: Mapping[str, str] | None) -> Scope | None:
 
 def _apply(store: PromotionMemoryStore, decision: Decision) -> Promotion:
     [outcome] = store.decide([decision])
-    if outcome.applied:
-        assert outcome.promotion is not None
-        return outcome.promotion
-    if outcome.refused == "not_found":
-        raise MemoryNotFoundError(decision.record_id)
-    if outcome.refused in ("not_allowed", "not_candidate"):
-        raise MemoryValidationError(outcome.message or "", [{"loc": "state", "msg": outcome.refused or ""}])
-    raise MemoryConflictError(outcome.message or "", record_id=decision.record_id, refused=outcome.refused)
+    return outcome.result()
 
 
 def approve(

@@ -21,7 +21,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memory_admin.composition import AgentComposition, apply_memory_overlay
+from memory_admin import tuning
+from memory_admin.composition import AgentComposition, Overlay, apply_memory_overlay
 from memory_admin.errors import (
     MemoryConflictError,
     MemoryCorruptionError,
@@ -55,9 +56,10 @@ from memory_admin.promotion import (
     state_after,
 )
 from memory_admin.records import MemoryRecord, MemorySearchQuery, Provenance, parse_model
-from memory_admin.scope import TENANT_KEY, Scope, ScopeMatch, canonical_scope, is_subset_match, scope_json
+from memory_admin.scope import TENANT_KEY, Scope, ScopeMatch, canonical_scope, is_subset_match, read_view, scope_json
 from memory_admin.steps import Steps
 from memory_admin.store.arguments import check_count, check_event_id, check_id, check_list, check_time
+from memory_admin.store.caches import LruCache
 from memory_admin.store.core import MAX_PROMOTED
 from memory_admin.store.event_log import BaseEventLogStore
 from memory_admin.store.plan import Cursor, SearchPlan, now_us
@@ -152,6 +154,32 @@ def _moved(message: str, record_id: str, refused: str) -> DecisionOutcome:
 class BaseLearningStore(BaseEventLogStore):
     """Promotion state and registered compositions over a backend's primitives (its
     events go through the event log)."""
+
+    _overlays: LruCache[tuple[str, tuple[str, ...]], Overlay] | None = None
+    _promoted_reads: (
+        LruCache[tuple[str, str, str | None], tuple[tuple[Any, ...], tuple[MemoryRecord, ...], datetime | None]] | None
+    ) = None
+
+    def overlay(self, composition: AgentComposition, records: Sequence[MemoryRecord]) -> Overlay:
+        """:func:`~memory_admin.composition.apply_memory_overlay` of ``records`` (promoted
+        and live: the caller's choice) into ``composition``, computed once per distinct
+        composition and set of records while this store object keeps it. The overlay is a
+        pure function of the composition and the records, and a record's content, target
+        and payload never change under its id; what it keeps goes with every forgetting."""
+        if self._overlays is None:
+            self._overlays = LruCache(tuning.OVERLAY_CACHE)
+        key = (composition.version, tuple(sorted(record.id for record in records)))
+        found = self._overlays.get(key)
+        if found is None:
+            found = apply_memory_overlay(composition, records)
+            self._overlays.put(key, found)
+        return found
+
+    def _forget_reads(self) -> None:
+        super()._forget_reads()
+        for kept in (self._overlays, self._promoted_reads):
+            if kept is not None:
+                kept.clear()
 
     # --- compositions --------------------------------------------------------------------
 
@@ -374,14 +402,7 @@ class BaseLearningStore(BaseEventLogStore):
     @staticmethod
     def _one(outcomes: list[DecisionOutcome]) -> Promotion:
         [outcome] = outcomes
-        if outcome.applied:
-            assert outcome.promotion is not None
-            return outcome.promotion
-        if outcome.refused == "not_found":
-            raise MemoryNotFoundError(outcome.record_id)
-        if outcome.refused in ("not_allowed", "not_candidate"):
-            raise MemoryValidationError(outcome.message or "", [{"loc": "state", "msg": outcome.refused or ""}])
-        raise MemoryConflictError(outcome.message or "", record_id=outcome.record_id, refused=outcome.refused)
+        return outcome.result()
 
     def _decide(
         self, decisions: Sequence[DecisionLike], all_or_nothing: bool = False
@@ -397,10 +418,14 @@ class BaseLearningStore(BaseEventLogStore):
         now = self._clock()
 
         def steps(s: Session) -> Steps[Statement, tuple[list[DecisionOutcome], list[tuple[MemoryRecord, Transition]]]]:
-            records = yield from s.get_many(ids, lock=True)
+            # the promotion rows are what a decision changes: locked (with their records) first
+            current = yield from s.promotion_states(ids, lock=True)
+            records = {record_id: p.record for record_id, p in current.items() if p.record is not None}
+            untargeted = [record_id for record_id in ids if record_id not in current]
+            if untargeted:  # told apart: no such record, or one without a target
+                records.update((yield from s.get_many(untargeted)))
             for tenant in sorted({record.scope[TENANT_KEY] for record in records.values()}):
                 yield from s.lock_learnings(tenant)
-            current = yield from s.promotion_states(ids, lock=True)
             overlays: dict[tuple[str, str, str | None], str | None] = {}
             for decision in parsed:
                 pin = decision.pin
@@ -422,7 +447,8 @@ class BaseLearningStore(BaseEventLogStore):
                     outcomes.append(refusal)
                     continue
                 assert record is not None and before is not None
-                transition = Transition(
+                # built from the validated decision and the stored state: no second validation
+                transition = Transition.model_construct(
                     record_id=record.id,
                     revision=before.revision + 1,
                     at=max(now, before.at),
@@ -437,9 +463,7 @@ class BaseLearningStore(BaseEventLogStore):
                     overlay_version=decision.overlay_version,
                     composition_version=decision.composition_version,
                 )
-                after = state_after(record, transition, primitive=before.primitive).model_copy(
-                    update={"record": record}
-                )
+                after = state_after(record, transition, primitive=before.primitive, with_record=True)
                 current[record.id] = after
                 moves.append((record, transition))
                 outcomes.append(DecisionOutcome(record_id=record.id, applied=True, promotion=after))
@@ -458,9 +482,10 @@ class BaseLearningStore(BaseEventLogStore):
         if found is None or pin.scope is None:
             return None
         composition = AgentComposition.model_validate_json(found[1])
-        plan = _reached(pin.scope, "visible", pin.agent, MAX_PROMOTED, now)
+        # the scope's view as compose reads it (an agent's own records join the shared)
+        plan = _reached(read_view(pin.scope, pin.agent), "visible", pin.agent, MAX_PROMOTED, now)
         promoted = yield from s.promoted_records(plan, None)
-        return apply_memory_overlay(composition, [r for r in promoted if r.is_live(now)]).version
+        return self.overlay(composition, [r for r in promoted if r.is_live(now)]).version
 
     @staticmethod
     def _refusal(
@@ -687,6 +712,52 @@ class BaseLearningStore(BaseEventLogStore):
             )
         return limit
 
+    # --- copies ------------------------------------------------------------------------------
+
+    def import_learnings(
+        self,
+        histories: Sequence[Sequence[Transition | Mapping[str, Any]]],
+        registrations: Sequence[tuple[AgentComposition, RegisteredComposition]] = (),
+    ) -> int:
+        """Restore what another store kept of its learnings (moving a store's contents):
+        each record's whole promotion history (the records imported already, verbatim:
+        :meth:`import_records` made them candidates), and compositions with the
+        registrations of them, times included. A registration already here is skipped, so
+        a copy can be resumed. Returns how many histories it restored."""
+        parsed = []
+        for i, history in enumerate(check_list(histories, "histories")):
+            moves = [parse_model(Transition, t, what=f"history {i}") for t in check_list(history, f"histories.{i}")]
+            if not moves or [t.revision for t in moves] != list(range(len(moves))):
+                raise MemoryValidationError(
+                    f"History {i} is not a record's transitions from revision 0 on.",
+                    [{"loc": f"histories.{i}", "msg": "gap"}],
+                )
+            if len({t.record_id for t in moves}) != 1:
+                raise MemoryValidationError(f"History {i} mixes records.", [{"loc": f"histories.{i}", "msg": "mixed"}])
+            parsed.append(moves)
+        wanted = [(c, parse_model(RegisteredComposition, r, what="registration")) for c, r in registrations]
+
+        def steps(s: Session) -> Steps[Statement, int]:
+            states = yield from s.promotion_states([h[0].record_id for h in parsed])
+            missing = [h[0].record_id for h in parsed if h[0].record_id not in states]
+            if missing:
+                raise MemoryNotFoundError(
+                    missing[0], f"Record {missing[0]} is not here as a candidate; import it first."
+                )
+            for history in parsed:
+                yield from s.restore_history(history)
+            for composition, use in wanted:
+                yield from s.put_composition(
+                    composition.version, composition.name, composition.model_dump_json(), use.registered_at
+                )
+                known = yield from s.composition_uses(use.scope, True, None)
+                if not any(k.version == use.version and k.registered_at == use.registered_at for k in known):
+                    yield from s.add_composition_use(use.scope, use.version, use.registered_at)
+            return len(parsed)
+
+        restored: int = self._run_unit(Unit("write", steps))
+        return restored
+
     # --- the gardening pass's proposals ----------------------------------------------------
 
     def propose(self, proposals: Sequence[ProposalInput | Mapping[str, Any]]) -> list[Proposal]:
@@ -783,13 +854,34 @@ class BaseLearningStore(BaseEventLogStore):
         moment = check_time(as_of, "as_of") if as_of is not None else None
         now = self._clock()
         plan = _reached(scope, scope_match, agent, MAX_PROMOTED, now)
-        found: list[MemoryRecord] = yield Unit("snapshot", lambda s: s.promoted_records(plan, moment))
         if moment is not None:
-            return [record for record in found if _live_at(record, moment)]
+            then: list[MemoryRecord] = yield Unit("snapshot", lambda s: s.promoted_records(plan, moment))
+            return [record for record in then if _live_at(record, moment)]
+        # a host composes at every instantiate, mostly from unchanged learnings: a summary of
+        # them decides whether the records read last time still stand (expiry aside)
+        key = (scope_json(plan.query.scope), scope_match, agent)
+        if self._promoted_reads is None:
+            self._promoted_reads = LruCache(tuning.PROMOTED_READS)
+        kept = self._promoted_reads.get(key)
+
+        def steps(s: Session) -> Steps[Statement, tuple[tuple[Any, ...], list[MemoryRecord] | None]]:
+            summary = yield from s.promoted_fingerprint(plan)
+            if kept is not None and kept[0] == summary:
+                return summary, None
+            return summary, (yield from s.promoted_records(plan, None))
+
+        summary, found = yield Unit("snapshot", steps)
+        if found is None and kept is not None and (kept[2] is None or now < kept[2]):
+            return list(kept[1])
+        if found is None:  # a kept record expired since: read them again
+            found = yield Unit("snapshot", lambda s: s.promoted_records(plan, None))
         live = [record for record in found if record.is_live(now)]
         if len(live) < len(found):
             # expiry has no moment of its own in the store: the first read after it demotes
             yield from self._demote_lapsed([record for record in found if not record.is_live(now)], now)
+            return live
+        expiries = [record.expires_at for record in live if record.expires_at is not None]
+        self._promoted_reads.put(key, (summary, tuple(live), min(expiries) if expiries else None))
         return live
 
     def _demote_lapsed(self, lapsed: list[MemoryRecord], now: datetime) -> Steps[Work, None]:

@@ -140,6 +140,7 @@ class _Session:
         self._uses: list[RegisteredComposition] = []
         self._erased_uses: list[Scope] = []
         self._proposals: dict[int, Proposal] = {}
+        self._replaced: set[str] = set()
 
     def _current(self, record_id: str) -> MemoryRecord | None:
         if record_id in self._deletes:
@@ -396,6 +397,8 @@ class _Session:
         return self._promotions.get(record_id) or self._state.promotions.get(record_id)
 
     def _transitions(self, record_id: str) -> list[Transition]:
+        if record_id in self._replaced:
+            return list(self._history[record_id])
         return [*self._state.history.get(record_id, ()), *self._history.get(record_id, ())]
 
     def promotion_states(self, ids: Sequence[str], *, lock: bool = False) -> Steps[Statement, dict[str, Promotion]]:
@@ -503,6 +506,15 @@ class _Session:
         found.sort(key=lambda item: item[0], reverse=True)
         return no_statements([(transition, key[1]) for key, transition in found[: query.limit + 1]])
 
+    def restore_history(self, transitions: Sequence[Transition]) -> Steps[Statement, None]:
+        record_id = transitions[0].record_id
+        current, record = self._promotion(record_id), self._current(record_id)
+        assert current is not None and record is not None
+        self._replaced.add(record_id)  # the history is replaced at commit, not added to
+        self._history[record_id] = list(transitions)
+        self._promotions[record_id] = state_after(record, transitions[-1], primitive=current.primitive)
+        return no_statements(None)
+
     def record_transitions(self, record_id: str) -> Steps[Statement, list[Transition]]:
         return no_statements(self._transitions(record_id) if self._current(record_id) is not None else [])
 
@@ -510,6 +522,14 @@ class _Session:
         found = [record for promotion, record in self._reached_promotions(plan, as_of) if promotion.state == "promoted"]
         found.sort(key=lambda record: (now_us(record.created_at), self._seq(record.id)))
         return no_statements(found[: plan.limit])
+
+    def promoted_fingerprint(self, plan: SearchPlan) -> Steps[Statement, tuple[Any, ...]]:
+        found = sorted(
+            (record.id, promotion.revision, len(record.supports))
+            for promotion, record in self._reached_promotions(plan, None)
+            if promotion.state == "promoted"
+        )
+        return no_statements(tuple(found))
 
     def set_supports(self, record_id: str, supports: Sequence[Provenance]) -> Steps[Statement, None]:
         current = self._current(record_id)
@@ -628,7 +648,11 @@ class _Session:
             if record_id not in self._deletes:
                 state.promotions[record_id] = promotion
         for record_id, added in self._history.items():
-            if record_id not in self._deletes:
+            if record_id in self._deletes:
+                continue
+            if record_id in self._replaced:
+                state.history[record_id] = list(added)
+            else:
                 state.history.setdefault(record_id, []).extend(added)
         fresh = [pid for pid in self._proposals if pid not in state.proposals]
         state.proposals.update(self._proposals)

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_admin.composition import AgentComposition
+from memory_admin.composition import AgentComposition, Overlay
 from memory_admin.errors import CapabilityError
 from memory_admin.events import AnyEvent, EventLogStats, EventQuery, EventSink, StoredEvent
 from memory_admin.promotion import (
@@ -451,6 +451,12 @@ class PromotionMemoryStore(MemoryStore, Protocol):
         its pairs, newest first; only those made by ``as_of`` when given."""
         ...
 
+    def overlay(self, composition: AgentComposition, records: Sequence[MemoryRecord]) -> Overlay:
+        """:func:`~memory_admin.composition.apply_memory_overlay` of ``records`` into
+        ``composition``, folded once per distinct composition and set of records while the
+        store object keeps it (a forgetting drops what it keeps)."""
+        ...
+
     def registered_composition(
         self, scope: Mapping[str, str], *, as_of: datetime | None = None
     ) -> AgentComposition | None:
@@ -547,6 +553,17 @@ class PromotionMemoryStore(MemoryStore, Protocol):
         match its own and those shared above it, never a sibling's; the agent convention
         applied — oldest first (a bounded, indexed read). ``as_of``: those promoted and
         live then. Demotes a promoted record it finds expired."""
+        ...
+
+    def import_learnings(
+        self,
+        histories: Sequence[Sequence[Transition | Mapping[str, Any]]],
+        registrations: Sequence[tuple[AgentComposition, RegisteredComposition]] = (),
+    ) -> int:
+        """Restore another store's learnings after its records were imported (a copy):
+        each record's whole promotion history, and compositions with their registrations,
+        times included; a registration already present is skipped. Returns how many
+        histories it restored."""
         ...
 
     def propose(self, proposals: Sequence[ProposalInput | Mapping[str, Any]]) -> list[Proposal]:

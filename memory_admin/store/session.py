@@ -235,7 +235,19 @@ class Session(Protocol):
         caller keeps the valid ones."""
         ...
 
+    def promoted_fingerprint(self, plan: SearchPlan) -> Steps[Statement, tuple[Any, ...]]:
+        """A cheap summary of the records promoted now in the plan's reach (which, their
+        moves, their corroborations): equal summaries, equal :meth:`promoted_records`
+        but for expiry, which the caller checks."""
+        ...
+
     def set_supports(self, record_id: str, supports: Sequence[Provenance]) -> Steps[Statement, None]: ...
+
+    def restore_history(self, transitions: Sequence[Transition]) -> Steps[Statement, None]:
+        """One record's whole history, as another store kept it (a copy): it replaces the
+        record's own (its birth as a candidate at the import), the last transition its
+        current state."""
+        ...
 
     def put_composition(self, version: str, name: str, body: str, at: datetime) -> Steps[Statement, None]:
         """Keep a composition's body under its version (once: a version is its content)."""

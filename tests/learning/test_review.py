@@ -141,3 +141,24 @@ def test_decisions_stay_inside_the_person_s_scope(
     with pytest.raises(MemoryValidationError, match="locked"):
         edit_and_approve(store, locked.id, "Shipping takes a week.", composition, actor="lena")
     assert store.get(locked.id).is_valid  # type: ignore[union-attr]
+
+
+def test_a_pin_to_an_agent_s_composition_holds_while_nothing_moved(
+    learning_store: BaseMemoryStore, composition: AgentComposition
+) -> None:
+    store = learning_store
+    planner = {**DANA, "agent": "planner"}
+    [own] = store.write(
+        [candidate("The planner drafts the notes.", background("team_context", "notes"), scope=planner)]
+    )
+    store.promote(own.id, actor="lena", tier="auto")
+    [rule] = store.write([candidate("Never share another customer's ticket.", GUARDED)])
+    shown = compose(store, DANA, composition, agent="planner")
+    assert own.id in shown.overlay.applied_ids, "the agent's own learning is part of its composition"
+    pin = {
+        "overlay_version": shown.version,
+        "composition_version": composition.version,
+        "scope": DANA,
+        "agent": "planner",
+    }
+    assert approve(store, rule.id, composition, actor="lena", pin=pin).state == "promoted"

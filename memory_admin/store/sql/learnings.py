@@ -29,6 +29,7 @@ from memory_admin.promotion import (
     Transition,
     TransitionQuery,
     candidate_birth,
+    state_after,
 )
 from memory_admin.records import MemoryRecord, Provenance
 from memory_admin.scope import Scope, scope_json
@@ -87,17 +88,8 @@ class SqlLearnings(ABC):
         """A promotion from ``state, revision, at, body, primitive`` and the record's columns."""
         state, revision, at, body, primitive = row[:5]
         record = self.record_cache.record(tuple(row[5:]))
-        last = self._transition(record.id, state, revision, at, body)
-        return Promotion(
-            record_id=record.id,
-            scope=record.scope,
-            state=last.state,
-            tier=last.tier,
-            primitive=str(primitive),
-            revision=last.revision,
-            at=last.at,
-            last=last,
-            record=record,
+        return state_after(
+            record, self._transition(record.id, state, revision, at, body), primitive=str(primitive), with_record=True
         )
 
     def _reach(self, plan: SearchPlan, column: str) -> Steps[Statement, tuple[str, list[Any]] | None]:
@@ -265,6 +257,27 @@ class SqlLearnings(ABC):
         )
         return [(self._transition(d.id_text(rid), *rest), int(key)) for rid, *rest, key in rows]
 
+    def restore_history(self, transitions: Sequence[Transition]) -> Steps[Statement, None]:
+        d = self.dialect
+        record_id = d.id_param(transitions[0].record_id)
+        yield Statement(
+            f"DELETE FROM memory_promotion_history WHERE {d.key} = (SELECT r.{d.key} FROM memory_records r "
+            f"WHERE r.id = {d.p})",
+            [record_id],
+        )
+        yield Statement(
+            f"INSERT INTO memory_promotion_history ({d.key}, revision, scope_id, at, state, body) "
+            f"SELECT r.{d.key}, {d.p}, r.scope_id, {d.p}, {d.p}, {d.p} FROM memory_records r WHERE r.id = {d.p}",
+            [(t.revision, d.to_db_time(t.at), t.state, transition_body(t), record_id) for t in transitions],
+            many=True,
+        )
+        last = transitions[-1]
+        yield Statement(
+            f"UPDATE memory_promotions SET state = {d.p}, tier = {d.p}, revision = {d.p}, at = {d.p} "
+            f"WHERE {d.key} = (SELECT r.{d.key} FROM memory_records r WHERE r.id = {d.p})",
+            [last.state, last.tier, last.revision, d.to_db_time(last.at), record_id],
+        )
+
     def record_transitions(self, record_id: str) -> Steps[Statement, list[Transition]]:
         d = self.dialect
         rows = yield Statement(
@@ -303,6 +316,20 @@ class SqlLearnings(ABC):
             raw=True,
         )
         return [self.record_cache.record(tuple(row)) for row in rows]
+
+    def promoted_fingerprint(self, plan: SearchPlan) -> Steps[Statement, tuple[Any, ...]]:
+        d = self.dialect
+        reach = yield from self._reach(plan, "x.scope_id")
+        if reach is None:
+            return ()
+        rows = yield Statement(
+            f"SELECT count(*), max(x.at), sum(x.{d.key}), sum(length(coalesce(r.supports, ''))) "
+            f"FROM memory_promotions x JOIN memory_records r ON r.{d.key} = x.{d.key} "
+            f"WHERE x.state = 'promoted' AND {reach[0]}",
+            reach[1],
+            raw=True,
+        )
+        return tuple(rows[0])
 
     def set_supports(self, record_id: str, supports: Sequence[Provenance]) -> Steps[Statement, None]:
         d = self.dialect
