@@ -73,8 +73,9 @@ INBOX_ORDER: tuple[PromotionState, ...] = (
 """The states in the order the inbox counts them: what waits for a person first."""
 TIERS: tuple[TierName, ...] = ("auto", "earned", "guarded", "locked")
 PRIMITIVES = ("background", "judgment", "example", "awareness", "recovery", "manual")
-MAX_TIMELINE = 20_000
-"""Transitions the timeline's chart reads at most (newest first); the page says when it stopped."""
+MAX_TIMELINE = 5_000
+"""Promotions and demotions the timeline's chart reads at most (newest first); the page says
+when it stopped."""
 TRANSITION_PAGE = 1_000
 RECALL_WINDOW = timedelta(days=30)
 """How far back the composition's lint counts recalls (its never-recalled section)."""
@@ -248,7 +249,23 @@ class Line:
 
 
 def shown(lines: Sequence[PromptLine], overlay: Overlay, visible: Visible) -> list[Line]:
-    allowed = {r.id for r in overlay.records if visible(r.scope)}
+    return marked(lines, allowed_ids(overlay, visible))
+
+
+def allowed_ids(overlay: Overlay, visible: Visible) -> set[str]:
+    """The records of ``overlay`` whose learned lines the reader may see."""
+    scopes: dict[str, bool] = {}  # most records of a composition share a few scopes
+    allowed = set()
+    for record in overlay.records:
+        key = scope_json(record.scope)
+        if key not in scopes:
+            scopes[key] = visible(record.scope)
+        if scopes[key]:
+            allowed.add(record.id)
+    return allowed
+
+
+def marked(lines: Sequence[PromptLine], allowed: set[str]) -> list[Line]:
     return [
         Line(line, hidden=line.kind == "entry" and any(i not in allowed for i in line.record_ids)) for line in lines
     ]
@@ -268,14 +285,17 @@ class SectionChange:
 def changes_between(before: Overlay, after: Overlay, visible: Visible) -> list[SectionChange]:
     """The sections that differ from ``before`` to ``after``, lines as the reader may see them."""
     compared = diff(before, after)
+    if not compared.changes:
+        return []
     old, new = render_prompt(before), render_prompt(after)
+    seen_before, seen_after = allowed_ids(before, visible), allowed_ids(after, visible)
     return [
         SectionChange(
             section=change.section,
-            before=shown(_body(old, change.section), before, visible),
-            after=shown(_body(new, change.section), after, visible),
-            added=shown(change.added, after, visible),
-            removed=shown(change.removed, before, visible),
+            before=marked(_body(old, change.section), seen_before),
+            after=marked(_body(new, change.section), seen_after),
+            added=marked(change.added, seen_after),
+            removed=marked(change.removed, seen_before),
         )
         for change in compared.changes
     ]
@@ -775,7 +795,8 @@ def composition_view(
     overlay = composed.overlay
     then = [r for r in history if as_of is None or r.registered_at <= as_of]
     registration = next((r for r in then if r.version == overlay.composition_version), None)
-    allowed = {r.id: r for r in overlay.records if visible(r.scope)}
+    allowed_set = allowed_ids(overlay, visible)
+    allowed = {r.id: r for r in overlay.records if r.id in allowed_set}
     counts, window = None, None
     if isinstance(store, EventLogStore) and store.capabilities().events:
         window = RECALL_WINDOW
@@ -788,7 +809,7 @@ def composition_view(
         composed=composed,
         registration=registration,
         history=history,
-        lines=shown(composed.prompt.lines, overlay, visible),
+        lines=marked(composed.prompt.lines, allowed_set),
         records=allowed,
         lint=lint,
         recall_window=window,

@@ -41,6 +41,7 @@ from memory_admin.store.sql.rows import RECORD_FROM, RecordCache, dumps
 
 SCOPE_JOIN = " JOIN memory_scopes s ON s.scope_id = r.scope_id"
 """The records' scopes, joined to ``r`` (what a record select reads beside the row)."""
+_HISTORY = "memory_promotion_history"
 
 TRANSITION_BODY_EXCLUDES = frozenset({"record_id", "revision", "at", "state"})
 """A transition's fields kept as columns of its history row, not in its JSON body."""
@@ -158,28 +159,23 @@ class SqlLearnings(ABC):
         self, query: PromotionQuery, plan: SearchPlan, *, with_states: bool
     ) -> Steps[Statement, tuple[str, str, list[Any]] | None]:
         """The FROM and WHERE of a promotion listing (``x`` the rows whose state counts:
-        the current ones, or as of ``query.as_of`` the latest transition by then)."""
+        the current ones, or as of ``query.as_of`` the latest transition by then; ``p``
+        the current row, ``r`` the record) — the tables its filters need and no more, so
+        counting and paging join the transition bodies and scopes only of the rows shown."""
         d = self.dialect
         found = Clauses()
         if query.as_of is None:
-            source = (
-                f" FROM memory_promotions x JOIN memory_promotion_history h ON h.{d.key} = x.{d.key} "
-                f"AND h.revision = x.revision JOIN memory_promotions p ON p.{d.key} = x.{d.key}"
-            )
+            source = f" FROM memory_promotions x JOIN memory_promotions p ON p.{d.key} = x.{d.key}"
         else:
             as_of = d.to_db_time(query.as_of)
-            # the transitions themselves: h is x, so the select reads its body as h.body
-            source = (
-                f" FROM memory_promotion_history x JOIN memory_promotions p ON p.{d.key} = x.{d.key} "
-                f"JOIN memory_promotion_history h ON h.{d.key} = x.{d.key} AND h.revision = x.revision"
-            )
+            source = f" FROM {_HISTORY} x JOIN memory_promotions p ON p.{d.key} = x.{d.key}"
             found.add(
                 f"x.revision = (SELECT max(y.revision) FROM memory_promotion_history y WHERE y.{d.key} = x.{d.key} "
                 f"AND y.at <= {d.p})",
                 [as_of],
             )
             found.add(f"r.created_at <= {d.p}", [as_of])
-        source += f" JOIN memory_records r ON r.{d.key} = x.{d.key}{SCOPE_JOIN}"
+        source += f" JOIN memory_records r ON r.{d.key} = x.{d.key}"
         reach = yield from self._reach(plan, "x.scope_id")
         if reach is None:
             return None
@@ -211,9 +207,18 @@ class SqlLearnings(ABC):
         if cursor is not None:
             where += f" AND (x.at, x.{d.key}) < ({d.p}, {d.p})"
             params = [*params, d.to_db_time(from_us(cursor.created_us or 0)), cursor.seq or 0]
+        # the page's keys first (its filters and order over the narrow rows), then the
+        # transition bodies, records and scopes of those rows alone
+        rows_of = _HISTORY if query.as_of is not None else "memory_promotions"
         rows = yield Statement(
-            f"SELECT x.{d.key}, x.state, x.revision, x.at, h.body, p.primitive, {self.record_columns}{source} "
-            f"WHERE {where} ORDER BY x.at DESC, x.{d.key} DESC LIMIT {d.p}",
+            f"SELECT x.{d.key}, x.state, x.revision, x.at, h.body, p.primitive, {self.record_columns} "
+            f"FROM (SELECT x.{d.key} AS k, x.revision AS v, x.at AS t{source} WHERE {where} "
+            f"ORDER BY x.at DESC, x.{d.key} DESC LIMIT {d.p}) page "
+            f"JOIN {rows_of} x ON x.{d.key} = page.k AND x.revision = page.v "
+            f"JOIN memory_promotion_history h ON h.{d.key} = x.{d.key} AND h.revision = x.revision "
+            f"JOIN memory_promotions p ON p.{d.key} = x.{d.key} "
+            f"JOIN memory_records r ON r.{d.key} = x.{d.key}{SCOPE_JOIN} "
+            f"ORDER BY page.t DESC, page.k DESC",
             [*params, limit],
             raw=True,
         )
