@@ -451,8 +451,9 @@ def _learnings(w: _Writer) -> None:
     """Acme's support agent learning over a day and a half: candidates in every state of
     the review (a guarded learning waiting for a person, a conflict with the authored
     composition, a conflict between two learnings for a person to pick, one held for
-    recurrence, a locked one), a promoted heuristic with its two supports, a demoted one
-    and a rejected one, a gardening proposal — all under the registered demo composition;
+    recurrence, a locked one), a promoted heuristic with its two supports, a recovery step
+    a person approved, a demoted one and a rejected one, a gardening proposal — all under
+    the registered demo composition;
     and Globex's support agent with a guarded learning of its own."""
     store = w.store
     if not isinstance(store, PromotionMemoryStore) or not store.capabilities().promotion:
@@ -533,6 +534,18 @@ def _learnings(w: _Writer) -> None:
     review.rollback(store, days.id, actor="lena", reason="Finance quotes calendar days since the new payment run.")
     w.clock.advance(hours=5)
     review.reject(store, threshold.id, actor="lena", reason="The threshold is 500 EUR: see the finance policy.")
+    ledger = w.write(
+        ACME_SUPPORT,
+        "episode",
+        "When the payment provider times out, check the refund ledger before retrying a refund.",
+        by="support-agent",
+        hours=2,
+        conversation="c-249",
+        target={"primitive": "recovery"},
+    )
+    promote_candidates(store, ACME_SUPPORT, DEMO_COMPOSITION)
+    w.clock.advance(hours=1)
+    review.approve(store, ledger.id, DEMO_COMPOSITION, actor="lena", reason="It saved two double refunds last month.")
     w.write(
         ACME_SUPPORT,
         "fact",

@@ -49,6 +49,7 @@
         },
       },
     });
+    document.documentElement.setAttribute("data-learned-chart", "drawn");
   }
 
   document.addEventListener("DOMContentLoaded", function () { render(document); });

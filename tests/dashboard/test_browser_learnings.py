@@ -226,6 +226,8 @@ def test_a_curator_walks_the_whole_review(tabs: Tabs) -> None:
     expect(tab.get_by_text("Rolled back")).to_be_visible()
     assert PROMOTED not in tab.locator("#prompt").inner_text()
     tab.goto("/learned/?scope=tenant%3Dacme")
+    if tabs.site.javascript:
+        expect(tab.locator("html")).to_have_attribute("data-learned-chart", "drawn")
     changes = tab.locator("table.learned-table")
     expect(changes).to_contain_text("travellers complained about vouchers")
     expect(changes).to_contain_text("cora")

@@ -77,7 +77,7 @@ def test_page_and_fragment(officer: Client) -> None:
 def test_scans_are_bounded_and_say_so(officer: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(health, "LIVE_SCAN", 5)
     html = officer.get(health_url("tenant=acme")).content.decode()
-    assert "Checked 5 of 41 live records — a bounded scan" in html
+    assert "Checked 5 of 42 live records — a bounded scan" in html
 
 
 def test_several_grants_pick_a_scope_and_bad_scopes_are_400(officer: Client) -> None:

@@ -88,7 +88,7 @@ def test_the_inbox_filters_by_state_target_and_tier(curator: Client) -> None:
     base = reverse("dashboard:learnings")
     waiting = curator.get(base + q(scope="tenant=acme", state="pending_review")).content.decode()
     assert PENDING in waiting and CONFLICT not in waiting
-    assert 'All <span class="count">12</span>' in waiting, "the counts are the whole listing's"
+    assert 'All <span class="count">13</span>' in waiting, "the counts are the whole listing's"
     awareness = curator.get(base + q(scope="tenant=acme", primitive="awareness")).content.decode()
     assert PICKABLE in awareness and PENDING not in awareness
     guarded = curator.get(base + q(scope="tenant=acme", tier="guarded")).content.decode()
