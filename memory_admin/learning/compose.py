@@ -18,7 +18,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from memory_admin.composition import AgentComposition, Overlay, RenderedPrompt, render_prompt
+from memory_admin.composition import AgentComposition, Overlay, RenderedPrompt
 from memory_admin.errors import MemoryNotFoundError, MemoryValidationError
 from memory_admin.events import MemoryOverlayEvent
 from memory_admin.records import MemoryRecord, UtcDatetime, utc_now
@@ -163,8 +163,8 @@ def _composed(
     authored: AgentComposition,
     promoted: Sequence[MemoryRecord],
 ) -> Composed:
-    overlay = store.overlay(authored, promoted)  # folded once per composition and set of learnings
-    return Composed(scope=scope, agent=agent, as_of=as_of, overlay=overlay, prompt=render_prompt(overlay))
+    overlay = store.overlay(authored, promoted)  # folded and rendered once per composition and set of learnings
+    return Composed(scope=scope, agent=agent, as_of=as_of, overlay=overlay, prompt=store.prompt(overlay))
 
 
 __all__ = ["Composed", "CompositionLike", "acompose", "compose", "overlay_event"]

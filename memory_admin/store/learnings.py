@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memory_admin import tuning
-from memory_admin.composition import AgentComposition, Overlay, apply_memory_overlay
+from memory_admin.composition import AgentComposition, Overlay, RenderedPrompt, apply_memory_overlay, render_prompt
 from memory_admin.errors import (
     MemoryConflictError,
     MemoryCorruptionError,
@@ -156,6 +156,7 @@ class BaseLearningStore(BaseEventLogStore):
     events go through the event log)."""
 
     _overlays: LruCache[tuple[str, tuple[str, ...]], Overlay] | None = None
+    _prompts: LruCache[str, RenderedPrompt] | None = None
     _promoted_reads: (
         LruCache[tuple[str, str, str | None], tuple[tuple[Any, ...], tuple[MemoryRecord, ...], datetime | None]] | None
     ) = None
@@ -175,9 +176,20 @@ class BaseLearningStore(BaseEventLogStore):
             self._overlays.put(key, found)
         return found
 
+    def prompt(self, overlay: Overlay) -> RenderedPrompt:
+        """:func:`~memory_admin.composition.render_prompt` of ``overlay``, rendered once per
+        overlay version while this store object keeps it (dropped on forgetting)."""
+        if self._prompts is None:
+            self._prompts = LruCache(tuning.OVERLAY_CACHE)
+        found = self._prompts.get(overlay.version)
+        if found is None:
+            found = render_prompt(overlay)
+            self._prompts.put(overlay.version, found)
+        return found
+
     def _forget_reads(self) -> None:
         super()._forget_reads()
-        for kept in (self._overlays, self._promoted_reads):
+        for kept in (self._overlays, self._promoted_reads, self._prompts):
             if kept is not None:
                 kept.clear()
 
@@ -870,7 +882,9 @@ class BaseLearningStore(BaseEventLogStore):
                 return summary, None
             return summary, (yield from s.promoted_records(plan, None))
 
-        summary, found = yield Unit("snapshot", steps)
+        # one statement after another, each seeing what is committed: records read after the
+        # summary are as new as it or newer, and a newer summary next time reads them again
+        summary, found = yield Unit("read", steps)
         if found is None and kept is not None and (kept[2] is None or now < kept[2]):
             return list(kept[1])
         if found is None:  # a kept record expired since: read them again

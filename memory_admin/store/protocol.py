@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_admin.composition import AgentComposition, Overlay
+from memory_admin.composition import AgentComposition, Overlay, RenderedPrompt
 from memory_admin.errors import CapabilityError
 from memory_admin.events import AnyEvent, EventLogStats, EventQuery, EventSink, StoredEvent
 from memory_admin.promotion import (
@@ -455,6 +455,11 @@ class PromotionMemoryStore(MemoryStore, Protocol):
         """:func:`~memory_admin.composition.apply_memory_overlay` of ``records`` into
         ``composition``, folded once per distinct composition and set of records while the
         store object keeps it (a forgetting drops what it keeps)."""
+        ...
+
+    def prompt(self, overlay: Overlay) -> RenderedPrompt:
+        """:func:`~memory_admin.composition.render_prompt` of ``overlay``, rendered once per
+        overlay version while the store object keeps it (a forgetting drops it)."""
         ...
 
     def registered_composition(

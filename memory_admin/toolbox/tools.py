@@ -198,10 +198,11 @@ class LearningsArgs(_Args):
     since: AwareDatetime | None = Field(
         default=None,
         description=f"An ISO 8601 time with its offset (2026-01-05T09:00:00+00:00); "
-        f"default: {LEARNINGS_DAYS} days ago.",
+        f"left out or null: {LEARNINGS_DAYS} days ago.",
     )
     changes: list[LearningChange] | None = Field(
-        default=None, description="Only these changes: promoted, demoted, pending_review, rejected (default: all)."
+        default=None,
+        description="Only these changes: promoted, demoted, pending_review, rejected (left out or null: all four).",
     )
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="How many results (1-10).")
 
@@ -238,7 +239,7 @@ TOOL_SPECS: dict[str, ToolSpec] = {
         ),
         ToolSpec(
             "memory_learnings",
-            "What you learnt since a time (default: the last week): memories promoted into your configuration, "
+            "What you learnt since a time (the last week unless you say): memories promoted into your configuration, "
             "demoted out of it, waiting for a person's review, or rejected, newest first, each with where it came "
             "from. Use it to tell the user how you have changed.",
             LearningsArgs,

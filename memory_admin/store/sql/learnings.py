@@ -104,11 +104,21 @@ class SqlLearnings(ABC):
         found: dict[str, Promotion] = {}
         for start in range(0, len(ids), 500):
             among, params = d.id_list("r.id", ids[start : start + 500])
+            if lock and d.lock_rows("p"):
+                # the rows are locked first, on their own: a lock waited for re-reads only the
+                # locked row, so a select joining its history would lose a row whose revision
+                # moved meanwhile; the select below, a statement of its own, sees it as it is
+                yield Statement(
+                    f"SELECT 1 FROM memory_promotions p JOIN memory_records r ON r.{d.key} = p.{d.key} "
+                    f"WHERE {among}{d.lock_rows('p')}",
+                    params,
+                    raw=True,
+                )
             rows = yield Statement(
                 f"SELECT p.state, p.revision, p.at, h.body, p.primitive, {self.record_columns} "
                 f"FROM memory_promotions p JOIN memory_promotion_history h ON h.{d.key} = p.{d.key} "
                 f"AND h.revision = p.revision JOIN memory_records r ON r.{d.key} = p.{d.key}"
-                f"{SCOPE_JOIN} WHERE {among}" + (d.lock_rows("p") if lock else ""),
+                f"{SCOPE_JOIN} WHERE {among}",
                 params,
                 raw=True,
             )
