@@ -258,12 +258,22 @@ def edit_and_approve_learning(
     *,
     reason: str,
     pin: Pin,
+    payload: Mapping[str, Any] | None = None,
 ) -> tuple[Promotion, AuditEntry]:
-    """Write the person's edit of ``record`` as a superseding version and approve it."""
+    """Write the person's edit of ``record`` (its content, and an example's or awareness
+    domain's payload) as a superseding version and approve it."""
     within = _deciding(access, record)
     with _decision_entry(store, access, AuditEntry.Action.EDIT_APPROVE, record, reason) as entry:
         done = review.edit_and_approve(
-            store, record.id, content, composition, actor=access.username, reason=reason or None, pin=pin, within=within
+            store,
+            record.id,
+            content,
+            composition,
+            actor=access.username,
+            reason=reason or None,
+            payload=payload,
+            pin=pin,
+            within=within,
         )
         entry.record_ids = [record.id, done.record_id]
         entry.counts = _moved_to(done)

@@ -6,6 +6,7 @@ form error the page shows inline with status 400; it never reaches the store.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -635,14 +636,29 @@ class EditForm(_Decision):
         help_text="Written as a new version that supersedes the agent's (which stays in the chain), then approved.",
         widget=forms.Textarea(attrs={"rows": 4, "autofocus": True, "dir": "auto"}),
     )
+    payload = forms.CharField(
+        required=False,
+        label="Its payload (JSON)",
+        help_text="What an example or awareness learning puts into the prompt; the same fields, edited.",
+        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
+    )
     reason = _reason_field("Optional; kept in the learning's history and the audit log.")
 
     def __init__(
-        self, data: QueryDict | Mapping[str, Any] | None = None, *, current: str, max_chars: int, **kwargs: Any
+        self,
+        data: QueryDict | Mapping[str, Any] | None = None,
+        *,
+        current: str,
+        max_chars: int,
+        payload: Mapping[str, Any] | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(data, **kwargs)
         self.current = current
+        self.current_payload = payload
         self.fields["reason"].required = False
+        if payload is None:
+            del self.fields["payload"]  # a learning whose text is its content: nothing else to edit
         content = self.fields["content"]
         assert isinstance(content, forms.CharField)
         content.max_length = max_chars
@@ -657,10 +673,28 @@ class EditForm(_Decision):
         max_chars = self.fields["content"].max_length  # type: ignore[attr-defined]
         if max_chars is not None and len(cleaned) > max_chars:
             raise forms.ValidationError(f"At most {max_chars} characters.")
-        if cleaned == self.current.strip():
+        return cleaned
+
+    def clean_payload(self) -> dict[str, Any] | None:
+        text = (self.cleaned_data.get("payload") or "").strip()
+        if not text:
+            return None
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
             raise forms.ValidationError(
-                "That is the learning as the agent wrote it; change it, or approve it as it is."
-            )
+                f"That is not JSON ({exc.args[0]}); keep the fields and their quotes."
+            ) from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError('The payload is an object of fields, as it was: {"name": …}.')
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        content, payload = cleaned.get("content"), cleaned.get("payload")
+        same_payload = self.current_payload is None or payload in (None, dict(self.current_payload))
+        if content is not None and content == self.current.strip() and same_payload:
+            raise forms.ValidationError("That is the learning as the agent wrote it: change it, or approve it as is.")
         return cleaned
 
 

@@ -489,3 +489,28 @@ def test_what_it_learned_this_week_and_bad_ranges(curator: Client) -> None:
     assert bad.status_code == 400
     empty = curator.get(base + q(scope="tenant=acme", until="2000-01-02")).content.decode()
     assert "Nothing learned here" in empty
+
+
+def test_an_examples_payload_is_edited_too(curator: Client, demo_store: InMemoryMemoryStore) -> None:
+    example = learning_of(demo_store, "Asking for the booking reference before the refund")
+    edit_url = reverse("dashboard:learning_edit", args=[example.record_id])
+    html = curator.get(edit_url).content.decode()
+    assert "Its payload (JSON)" in html and "scenario" in html
+    pin = re.search(r'name="pin" value="([^"]+)"', html)
+    assert pin is not None and example.record is not None
+    fields = {"content": example.record.content, "pin": pin.group(1).replace("&quot;", '"')}
+    bad = curator.post(reverse("dashboard:learning_edit_run", args=[example.record_id]), {**fields, "payload": "{"})
+    assert bad.status_code == 303 and "That is not JSON" in curator.get(edit_url).content.decode()
+    same = curator.post(
+        reverse("dashboard:learning_edit_run", args=[example.record_id]),
+        {**fields, "payload": json.dumps(example.record.payload)},
+    )
+    assert same.status_code == 303 and "change it, or approve it as is" in curator.get(edit_url).content.decode()
+    payload = {**(example.record.payload or {}), "good": "Ask for the six-letter booking reference first."}
+    done = curator.post(
+        reverse("dashboard:learning_edit_run", args=[example.record_id]), {**fields, "payload": json.dumps(payload)}
+    )
+    assert done.status_code == 303
+    assert "Ask for the six-letter booking reference first." in prompt_text(demo_store)
+    record_page = curator.get(reverse("dashboard:record", args=[example.record_id])).content.decode()
+    assert f'href="/learnings/{example.record_id}/"' in record_page, "a targeted record links to its review"

@@ -12,6 +12,7 @@ the region that asked is swapped in place.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timedelta
 from itertools import chain
@@ -405,7 +406,10 @@ def _safe_next(request: HtmxHttpRequest, default: str) -> str:
 
 
 def _edit_form(store: FullMemoryStore, review: CandidateReview, **kwargs: Any) -> EditForm:
-    return EditForm(current=review.record.content, max_chars=store.capabilities().max_content_chars, **kwargs)
+    record = review.record
+    structured = record.target is not None and record.target.primitive in ("example", "awareness")
+    payload = (record.payload or {}) if structured else None
+    return EditForm(current=record.content, max_chars=store.capabilities().max_content_chars, payload=payload, **kwargs)
 
 
 @require_GET
@@ -422,7 +426,8 @@ def edit(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
         moved = _moved(store, access, record_id, form.cleaned_data.get("pin"), form.cleaned_data.get("seen_at"))
         status = 409 if kept.get("moved") else 400
         return _edit_page(request, access, review, form, moved=moved if status == 409 else None, status=status)
-    form = _edit_form(store, review, initial={"content": review.record.content})
+    initial = {"content": review.record.content, "payload": json.dumps(review.record.payload or {}, indent=2)}
+    form = _edit_form(store, review, initial=initial)
     return _edit_page(request, access, review, form)
 
 
@@ -455,7 +460,8 @@ def edit_run(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     form = _edit_form(store, review, data=request.POST)
     refuse_quoting(form, [review.record.content])
     if form.is_valid() and (not review.can_edit or review.context is None):
-        form.add_error(None, _no_composition(review.record) if review.context is None else "It cannot be approved.")
+        why = f"It is {review.state.replace('_', ' ')}, and cannot be approved as it is."
+        form.add_error(None, _no_composition(review.record) if review.context is None else why)
     status = 400
     if form.is_valid():
         assert review.context is not None
@@ -469,6 +475,7 @@ def edit_run(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
                 review.context.composition,
                 reason=data["reason"],
                 pin=data["pin"],
+                payload=data.get("payload"),
             )
         except MemoryConflictError as exc:
             form.add_error(None, exc.message)
@@ -483,7 +490,8 @@ def edit_run(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
         kept = request.POST.copy()
         kept["message"] = " ".join(str(e) for e in form.non_field_errors())
         kept["moved"] = "1" if status == 409 else ""
-        retry_later(request, f"edit:{record_id}", kept, ("content", "reason", "pin", "seen_at", "message", "moved"))
+        fields = ("content", "payload", "reason", "pin", "seen_at", "message", "moved")
+        retry_later(request, f"edit:{record_id}", kept, fields)
         return see_other(reverse("dashboard:learning_edit", args=[record_id]))
     moved = None
     if status == 409:
