@@ -492,29 +492,12 @@ class InboxForm(QueryStringForm):
         return clean_agent_text(self.cleaned_data.get("agent") or "")
 
 
-class LearnedForm(QueryStringForm):
-    """What it learned: promotions and demotions over time."""
+class LearnedForm(RecallForm):
+    """What it learned, over time: the recall page's filters, its table paged by a
+    transition cursor."""
 
-    scope = ScopeField()
-    agent = _agent_field()
-    since = utc_time_field("From (UTC)")
-    until = utc_time_field("Until (UTC)")
-    bucket = forms.ChoiceField(
-        required=False,
-        label="Buckets",
-        choices=[("", "auto"), ("hour", "hour"), ("6h", "6 hours"), ("day", "day"), ("week", "week")],
-    )
+    before = None  # type: ignore[assignment]  # (the recall table's event cursor)
     after = forms.CharField(required=False, max_length=MAX_CURSOR, widget=forms.HiddenInput)
-
-    def clean_agent(self) -> str | None:
-        return clean_agent_text(self.cleaned_data.get("agent") or "")
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
-        since, until = cleaned.get("since"), cleaned.get("until")
-        if since and until and since >= until:
-            raise forms.ValidationError("“From” must be before “Until”.", code="range")
-        return cleaned
 
 
 def _version_field(label: str) -> forms.CharField:

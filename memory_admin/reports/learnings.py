@@ -45,7 +45,7 @@ from memory_admin.promotion import (
     Transition,
 )
 from memory_admin.records import MemoryRecord, Provenance, utc_now
-from memory_admin.reports.recall_stats import BUCKET_LABELS, BUCKETS, choose_bucket, floor_time, label
+from memory_admin.reports.recall_stats import BUCKET_LABELS, bucket_range, label
 from memory_admin.scope import Scope, canonical_scope, scope_json
 from memory_admin.store.protocol import EventLogStore, PromotionMemoryStore
 
@@ -328,8 +328,42 @@ class Fit:
         )
 
 
+class _Learning:
+    """What a person may do with a learning shown against its composition."""
+
+    promotion: Promotion
+    record: MemoryRecord
+    context: Context | None
+
+    @property
+    def state(self) -> PromotionState:
+        return self.promotion.state
+
+    @property
+    def tier(self) -> TierName | None:
+        """Its tier in the composition it is shown against (else the one last decided)."""
+        if self.context is not None and self.record.target is not None:
+            return tier_of(self.record.target, self.context.composition).value
+        return self.promotion.tier
+
+    @property
+    def section(self) -> str | None:
+        """Where in a composition it aims (``judgment.refunds.constraints``)."""
+        return section_of(self.record)
+
+    @property
+    def can_approve(self) -> bool:
+        """A person may approve it: its state allows, its tier is not locked, and a
+        composition is there to take it."""
+        return "promoted" in MOVES[self.state] and self.tier not in (None, "locked") and self.context is not None
+
+    @property
+    def can_reject(self) -> bool:
+        return "rejected" in MOVES[self.state]
+
+
 @dataclass(frozen=True)
-class InboxItem:
+class InboxItem(_Learning):
     promotion: Promotion
     record: MemoryRecord
     evidence: Evidence
@@ -339,24 +373,6 @@ class InboxItem:
     fit: Fit | None
     pin: Pin
     """What a decision on this item from this page is pinned to."""
-
-    @property
-    def state(self) -> PromotionState:
-        return self.promotion.state
-
-    @property
-    def tier(self) -> TierName | None:
-        if self.context is not None and self.record.target is not None:
-            return tier_of(self.record.target, self.context.composition).value
-        return self.promotion.tier
-
-    @property
-    def can_approve(self) -> bool:
-        return "promoted" in MOVES[self.state] and self.tier not in (None, "locked") and self.context is not None
-
-    @property
-    def can_reject(self) -> bool:
-        return "rejected" in MOVES[self.state]
 
 
 @dataclass(frozen=True)
@@ -486,7 +502,7 @@ class Conflict:
 
 
 @dataclass(frozen=True)
-class CandidateReview:
+class CandidateReview(_Learning):
     promotion: Promotion
     record: MemoryRecord
     history: list[Transition]
@@ -503,40 +519,16 @@ class CandidateReview:
     """When the page was computed: a refused decision replays the composition then."""
 
     @property
-    def state(self) -> PromotionState:
-        return self.promotion.state
-
-    @property
-    def tier(self) -> TierName | None:
-        if self.context is not None and self.record.target is not None:
-            return tier_of(self.record.target, self.context.composition).value
-        return self.promotion.tier
-
-    @property
     def live(self) -> bool:
         return self.record.is_live(self.seen_at)
 
     @property
-    def section(self) -> str | None:
-        """Where in a composition it aims (``judgment.refunds.constraints``)."""
-        return section_of(self.record)
-
-    @property
     def can_approve(self) -> bool:
-        return (
-            self.live
-            and "promoted" in MOVES[self.state]
-            and self.tier not in (None, "locked")
-            and self.context is not None
-        )
+        return self.live and super().can_approve
 
     @property
     def can_edit(self) -> bool:
         return self.can_approve
-
-    @property
-    def can_reject(self) -> bool:
-        return "rejected" in MOVES[self.state]
 
     @property
     def can_roll_back(self) -> bool:
@@ -957,19 +949,14 @@ def learning_timeline(
         complete = after is None
     kept = [t for t in read if t.state in LEARNED_STATES]
     totals = LearnedBucket(label="all")
-    if not kept and (since is None or until is None):
-        chosen, note, buckets = bucket or "day", None, []
-    else:
-        first = since or min(t.at for t in kept)
-        last = until or max(t.at for t in kept)
-        chosen, note = choose_bucket(max(last - first, timedelta(0)), bucket)
-        size = BUCKETS[chosen]
-        start = floor_time(first, size)
-        count = int((last - start) / size) + 1
-        buckets = [LearnedBucket(start + i * size, label(start + i * size, chosen)) for i in range(count)]
+    chosen, note, buckets = bucket or "day", None, []
+    if kept or (since is not None and until is not None):
+        span = bucket_range(since or min(t.at for t in kept), until or max(t.at for t in kept), bucket)
+        chosen, note = span.name, span.note
+        buckets = [LearnedBucket(start, label(start, span.name)) for start in span.starts()]
         for transition in kept:
-            index = int((transition.at - start) // size)
-            if 0 <= index < count:
+            index = span.index(transition.at)
+            if index is not None:
                 for target in (buckets[index], totals):
                     if transition.state == "promoted":
                         target.promoted += 1

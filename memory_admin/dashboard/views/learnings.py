@@ -57,7 +57,7 @@ from memory_admin.dashboard.views.common import (
     review_store,
     see_other,
 )
-from memory_admin.dashboard.views.export import counted, download
+from memory_admin.dashboard.views.export import counted, download, export_scope
 from memory_admin.errors import MemoryConflictError, MemoryValidationError
 from memory_admin.promotion import Pin
 from memory_admin.records import MemoryRecord, utc_now
@@ -616,12 +616,9 @@ def _learned_export(request: HtmxHttpRequest, fmt: str) -> HttpResponse | Stream
     if not form.is_valid():
         return render_error(request, ErrorPage(400, "That export is not valid", form_problems(form)))
     store, data = review_store(), form.cleaned_data
-    resolution = resolve_scope(store, access, data["scope"])
-    if isinstance(resolution, PickScope):
-        return render_error(
-            request, ErrorPage(400, "Pick a scope to export", "An export is always of one scope: add ?scope=tenant=… .")
-        )
-    scope = resolution.scope
+    scope = export_scope(store, access, data["scope"])
+    if isinstance(scope, ErrorPage):
+        return render_error(request, scope)
     rows = learned_rows(
         store, scope, visible=access.allows, agent=data["agent"], since=data["since"], until=data["until"]
     )
