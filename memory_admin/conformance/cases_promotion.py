@@ -467,6 +467,9 @@ class PromotionCases(ConformanceBase):
             store.settle_proposal(10_000, accepted=True, actor="mei")
         assert store.proposal(made[1].id) == settled and store.proposal(made[0].id) == made[0]
         assert store.proposal(10_000) is None
+        with pytest.raises(MemoryValidationError):
+            store.settle_proposal(made[0].id, accepted=False, actor="lena", reason="\x1b")
+        assert store.proposal(made[0].id) == made[0], "a refused settlement changes nothing"
         assert [p.id for p in store.proposals(ACME).proposals] == [made[0].id], "pending ones by default"
         assert [p.status for p in store.proposals(ACME, statuses=None).proposals] == ["rejected", "pending"]
         assert store.propose([{"kind": "invalidate", "record_id": first.id, "reason": "stale again"}]) == [], (

@@ -19,7 +19,7 @@ from memory_admin.composition import AgentComposition, tier_of
 from memory_admin.errors import MemoryConflictError, MemoryNotFoundError, MemoryValidationError
 from memory_admin.learning.compose import compose
 from memory_admin.promotion import Decision, Pin, Promotion
-from memory_admin.records import MemoryRecord, MemoryWriteInput, Provenance
+from memory_admin.records import MemoryRecord, MemoryWriteInput, Provenance, parse_model
 from memory_admin.scope import Scope, canonical_scope, is_subset_match
 from memory_admin.store.protocol import MemoryNeeds, PromotionMemoryStore, require_memory
 
@@ -75,7 +75,7 @@ def _approval(
             f"Record {record.id} carries no target: there is nothing to approve.",
             [{"loc": "record_id", "msg": "no target"}],
         )
-    return Decision(
+    return _decision(
         record_id=record.id,
         state="promoted",
         by="person",
@@ -150,7 +150,7 @@ def reject(
 
 
 def _rejection(record_id: str, actor: str, reason: str, pin: PinLike, within: Scope | None) -> Decision:
-    return Decision(
+    return _decision(
         record_id=record_id,
         state="rejected",
         by="person",
@@ -176,7 +176,7 @@ def rollback(
     require_memory(store, MemoryNeeds(promotion=True))
     return _apply(
         store,
-        Decision(
+        _decision(
             record_id=record_id,
             state="demoted",
             by="person",
@@ -296,7 +296,7 @@ def pick_survivor(
     loser_state = states[loser_id]
     assert loser_state is not None
     decisions = [
-        Decision(
+        _decision(
             record_id=loser_id,
             state="demoted" if loser_state.state == "promoted" else "rejected",
             by="person",
@@ -313,7 +313,7 @@ def pick_survivor(
     assert winner_state is not None
     if winner_state.state != "promoted":
         decisions.append(
-            Decision(
+            _decision(
                 record_id=winner_id,
                 state="promoted",
                 by="person",
@@ -346,6 +346,12 @@ def _check_overlay(store: PromotionMemoryStore, pin: Pin | None) -> None:
             "or demoted). Look at it again, then decide.",
             refused="moved",
         )
+
+
+def _decision(**fields: Any) -> Decision:
+    """A person's decision, its fields checked: a reason that is not printable text is a
+    :class:`~memory_admin.errors.MemoryValidationError`, not a crash."""
+    return parse_model(Decision, fields, what="decision")
 
 
 def _pin(pin: PinLike) -> Pin | None:

@@ -812,7 +812,8 @@ class BaseLearningStore(BaseEventLogStore):
     def settle_proposal(self, proposal_id: int, *, accepted: bool, actor: str, reason: str | None = None) -> Proposal:
         """See :meth:`~memory_admin.store.protocol.PromotionMemoryStore.settle_proposal`."""
         check_event_id(proposal_id)  # a positive 64-bit integer, like an event id
-        who = Decision(record_id="-", state="candidate", actor=actor, reason=reason)  # the same checks as a decision's
+        # the same checks as a decision's actor and reason
+        who = parse_model(Decision, {"record_id": "-", "state": "candidate", "actor": actor, "reason": reason})
         now = self._clock()
 
         def steps(s: Session) -> Steps[Statement, Proposal]:

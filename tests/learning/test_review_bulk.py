@@ -110,3 +110,15 @@ def test_a_pick_is_held_to_the_revisions_the_person_saw(
     with pytest.raises(MemoryConflictError, match="Nothing was applied"):
         pick_survivor(store, newer.id, older.id, composition, actor="lena", reason="two it is", pins=pins)
     assert store.promotion(newer.id).state == "conflict"  # type: ignore[union-attr]
+
+
+def test_a_reason_that_is_not_text_is_a_validation_error(
+    learning_store: BaseMemoryStore, composition: AgentComposition
+) -> None:
+    store = learning_store
+    ids, pins = _pending(store, composition)
+    with pytest.raises(MemoryValidationError, match="printable"):
+        reject_all(store, pins, actor="lena", reason="\x1b")
+    with pytest.raises(MemoryValidationError, match="printable"):
+        approve(store, ids[0], composition, actor="lena", reason="ok\x00")
+    assert {store.promotion(i).state for i in ids} == {"pending_review"}  # type: ignore[union-attr]

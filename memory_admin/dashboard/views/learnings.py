@@ -550,8 +550,8 @@ def settle_proposal(request: HtmxHttpRequest, proposal_id: int) -> HttpResponse:
         settled, entry = actions.settle_proposal(
             store, access, proposal, accept=accept, reason=form.cleaned_data["reason"]
         )
-    except MemoryConflictError as exc:
-        messages.error(request, exc.message)
+    except (MemoryConflictError, MemoryValidationError) as exc:
+        messages.error(request, f"Proposal #{proposal_id} was left as it was: {exc.message}")
         return see_other(back)
     messages.success(request, format_html("Proposal #{} {} ({}).", proposal_id, settled.status, audit_link(entry.pk)))
     return see_other(back)
