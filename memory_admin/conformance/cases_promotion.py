@@ -331,8 +331,11 @@ class PromotionCases(ConformanceBase):
             cursor = page.next_cursor
         assert sorted(seen) == sorted(ids()) and len(seen) == 5, "keyset pages cover every one once"
         assert seen[0] == b1.id, "newest decision first"
+        counted = sum(store.count_promotions(ACME).values())
         store.invalidate(h2.id, "wrong")
         assert h2.id not in ids() and h2.id in ids(include_invalidated=True)
+        assert sum(store.count_promotions(ACME).values()) == counted - 1, "counts leave it out too"
+        assert sum(store.count_promotions(ACME, include_invalidated=True).values()) == counted
         with pytest.raises(MemoryValidationError):
             store.promotions(ACME, cursor="garbage")
 
@@ -370,6 +373,13 @@ class PromotionCases(ConformanceBase):
         assert len(learnt.transitions) == 1 and learnt.next_cursor is not None
         rest = store.transitions(ACME, since=since, states=["promoted", "demoted"], cursor=learnt.next_cursor)
         assert [t.state for t in rest.transitions] == ["promoted"] and rest.next_cursor is None
+        moments = store.transition_moments(ACME, since=since, states=["promoted", "demoted"])
+        assert moments == [
+            (t.at, t.state) for t in store.transitions(ACME, since=since, states=["promoted", "demoted"]).transitions
+        ]
+        assert (
+            len(store.transition_moments(ACME, limit=2)) == 2 and store.transition_moments({"tenant": "globex"}) == []
+        )
 
     # --- corroboration -----------------------------------------------------------------------
 

@@ -73,10 +73,13 @@ INBOX_ORDER: tuple[PromotionState, ...] = (
 """The states in the order the inbox counts them: what waits for a person first."""
 TIERS: tuple[TierName, ...] = ("auto", "earned", "guarded", "locked")
 PRIMITIVES = ("background", "judgment", "example", "awareness", "recovery", "manual")
-MAX_TIMELINE = 5_000
-"""Promotions and demotions the timeline's chart reads at most (newest first); the page says
-when it stopped."""
+MAX_TIMELINE = 20_000
+"""Promotions and demotions the timeline's chart counts at most (newest first; their moments
+only); the page says when it stopped."""
 TRANSITION_PAGE = 1_000
+MAX_BUDGET = 1_000_000
+"""The largest budget a composition may set: lifted to it, nothing spills (where a learning
+would land, measured apart from the budget it is then compared with)."""
 RECALL_WINDOW = timedelta(days=30)
 """How far back the composition's lint counts recalls (its never-recalled section)."""
 
@@ -412,13 +415,15 @@ def review_inbox(
     counts = store.count_promotions(scope, **filters)
     page = store.promotions(scope, states=list(states) or None, cursor=cursor, limit=limit, **filters)
     contexts = Contexts(store)
+    shown = [
+        (promotion, promotion.record, contexts.of(promotion.record, [promotion.last]))
+        for promotion in page.promotions
+        if promotion.record is not None and visible(promotion.record.scope)
+    ]
+    fits = _fits([(record, context) for _, record, context in shown], contexts)
     items = []
-    for promotion in page.promotions:
-        record = promotion.record
-        if record is None or not visible(record.scope):
-            continue
-        context = contexts.of(record, [promotion.last])
-        fit = _fit(record, context, contexts) if context is not None else None
+    for promotion, record, context in shown:
+        fit = fits.get(record.id)
         pin = Pin(revision=promotion.revision, state=promotion.state)
         if context is not None:
             pin = pin.model_copy(update=context.pin(contexts.composed(context).overlay).model_dump(exclude_none=True))
@@ -436,19 +441,43 @@ def review_inbox(
     return Inbox(counts=counts, items=items, next_cursor=page.next_cursor)
 
 
-def _fit(record: MemoryRecord, context: Context, contexts: Contexts) -> Fit:
-    alone = apply_memory_overlay(context.composition, [record])
-    now = contexts.composed(context).overlay
+def _fits(shown: Sequence[tuple[MemoryRecord, Context | None]], contexts: Contexts) -> dict[str, Fit]:
+    """Where each learning of a page would land and what its entry takes, from one overlay
+    of the page's learnings per composition — its budgets lifted, so none spills for
+    another (the size shown against the budget is the composition's own, now); a learning
+    that competes for its slot with another of the page is measured alone."""
+    fits: dict[str, Fit] = {}
+    by_context: dict[int, tuple[Context, list[MemoryRecord]]] = {}
+    for record, context in shown:
+        if context is not None:
+            by_context.setdefault(id(context), (context, []))[1].append(record)
+    for context, records in by_context.values():
+        roomy = _roomy(context.composition)
+        together = apply_memory_overlay(roomy, records)
+        now = contexts.composed(context).overlay
+        for record in records:
+            overlay = together
+            if any(d.record_id == record.id and d.reason == "learned_conflict" for d in together.dropped):
+                overlay = apply_memory_overlay(roomy, [record])  # another of the page holds its slot
+            fits[record.id] = _fit(record, overlay, now)
+    return fits
+
+
+def _roomy(composition: AgentComposition) -> AgentComposition:
+    lifted = dict.fromkeys(
+        ("background", "judgment", "example", "awareness", "recovery", "manual", "ceiling"), MAX_BUDGET
+    )
+    return AgentComposition.model_validate({**composition.model_dump(), "budgets": lifted})
+
+
+def _fit(record: MemoryRecord, overlay: Overlay, now: Overlay) -> Fit:
     section = section_of(record)
     primitive = record.target.primitive if record.target is not None else None
     size = now.sizes.get(primitive) if primitive is not None else None
-    entry = next((e for e in alone.entries if e.record_id == record.id), None)
+    entry = next((e for e in overlay.entries if e.record_id == record.id), None)
     if entry is not None:
         return Fit(section, len(entry.text), size)
-    dropped = next((d for d in alone.dropped if d.record_id == record.id), None)
-    spilled = next((s for s in alone.spilled if s.record_id == record.id), None)
-    if spilled is not None:
-        return Fit(section, spilled.chars, size)
+    dropped = next((d for d in overlay.dropped if d.record_id == record.id), None)
     return Fit(section, 0, size, refused=dropped.detail if dropped is not None else None)
 
 
@@ -941,24 +970,24 @@ def learning_timeline(
     table_size: int = 25,
 ) -> LearningTimeline:
     """Promotions and demotions under ``scope`` in time buckets (at most
-    :data:`MAX_TIMELINE` read, newest first) and a page of the table from ``cursor``."""
-    read: list[Transition] = []
-    complete = True
-    for page, after in transitions_of(store, scope, agent=agent, since=since, until=until, limit=MAX_TIMELINE):
-        read += page
-        complete = after is None
-    kept = [t for t in read if t.state in LEARNED_STATES]
+    :data:`MAX_TIMELINE` read, newest first: their moments only) and a page of the table
+    from ``cursor``."""
+    moments = store.transition_moments(
+        scope, since=since, until=until, states=list(LEARNED_STATES), agent=agent, limit=MAX_TIMELINE
+    )
+    complete = len(moments) < MAX_TIMELINE
+    kept = [(at, state) for at, state in moments if state in LEARNED_STATES]
     totals = LearnedBucket(label="all")
     chosen, note, buckets = bucket or "day", None, []
     if kept or (since is not None and until is not None):
-        span = bucket_range(since or min(t.at for t in kept), until or max(t.at for t in kept), bucket)
+        span = bucket_range(since or min(at for at, _ in kept), until or max(at for at, _ in kept), bucket)
         chosen, note = span.name, span.note
         buckets = [LearnedBucket(start, label(start, span.name)) for start in span.starts()]
-        for transition in kept:
-            index = span.index(transition.at)
+        for at, state in kept:
+            index = span.index(at)
             if index is not None:
                 for target in (buckets[index], totals):
-                    if transition.state == "promoted":
+                    if state == "promoted":
                         target.promoted += 1
                     else:
                         target.demoted += 1
@@ -972,7 +1001,7 @@ def learning_timeline(
         rows=with_records(store, scope, table, visible),
         next_cursor=next_cursor,
         complete=complete,
-        read=len(read),
+        read=len(moments),
         note=note,
     )
 

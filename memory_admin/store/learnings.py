@@ -715,6 +715,26 @@ class BaseLearningStore(BaseEventLogStore):
             return TransitionPage(transitions=page, next_cursor=f"t{now_us(last.at)}.{key}.{last.revision}")
         return TransitionPage(transitions=page)
 
+    def transition_moments(
+        self,
+        scope: Mapping[str, str],
+        *,
+        since: datetime | None = None,
+        states: Sequence[PromotionState] | None = None,
+        **filters: Any,
+    ) -> list[tuple[datetime, PromotionState]]:
+        """See :meth:`~memory_admin.store.protocol.PromotionMemoryStore.transition_moments`."""
+        query = self._transition_query(scope, since, states, filters)
+        if query.cursor is not None:
+            raise MemoryValidationError(
+                "transition_moments reads from the newest: it takes no cursor.", [{"loc": "cursor", "msg": "unused"}]
+            )
+        plan = _reached(query.scope, query.scope_match, query.agent, query.limit, self._clock())
+        found: list[tuple[datetime, PromotionState]] = self._run_unit(
+            Unit("snapshot", lambda s: s.transition_moments(query, plan))
+        )
+        return found
+
     def _listing_limit(self, limit: int) -> int:
         most = self.capabilities().max_limit
         if limit > most:

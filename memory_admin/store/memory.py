@@ -19,6 +19,7 @@ from memory_admin.events import AnyEvent, EventQuery, StoredEvent, event_matches
 from memory_admin.promotion import (
     Promotion,
     PromotionQuery,
+    PromotionState,
     Proposal,
     ProposalInput,
     ProposalStatus,
@@ -505,6 +506,12 @@ class _Session:
                     found.append((key, transition))
         found.sort(key=lambda item: item[0], reverse=True)
         return no_statements([(transition, key[1]) for key, transition in found[: query.limit + 1]])
+
+    def transition_moments(
+        self, query: TransitionQuery, plan: SearchPlan
+    ) -> Steps[Statement, list[tuple[datetime, PromotionState]]]:
+        listed = yield from self.list_transitions(query, plan, None)
+        return [(transition.at, transition.state) for transition, _ in listed[: query.limit]]
 
     def restore_history(self, transitions: Sequence[Transition]) -> Steps[Statement, None]:
         record_id = transitions[0].record_id

@@ -546,6 +546,19 @@ class PromotionMemoryStore(MemoryStore, Protocol):
         "what did it learn this week" (``since``, ``until``, ``states``)."""
         ...
 
+    def transition_moments(
+        self,
+        scope: Mapping[str, str],
+        *,
+        since: datetime | None = None,
+        states: Sequence[PromotionState] | None = None,
+        **filters: Any,
+    ) -> list[tuple[datetime, PromotionState]]:
+        """When each transition of :meth:`transitions` happened and into which state, newest
+        first, up to ``limit`` (default 100) — the same filters, no cursor: what a chart of
+        learning over time counts, without each transition's reason and evidence."""
+        ...
+
     def promoted_records(
         self,
         scope: Mapping[str, str],

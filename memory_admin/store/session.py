@@ -19,6 +19,7 @@ from memory_admin.events import AnyEvent, EventQuery, StoredEvent
 from memory_admin.promotion import (
     Promotion,
     PromotionQuery,
+    PromotionState,
     Proposal,
     ProposalInput,
     ProposalStatus,
@@ -223,6 +224,13 @@ class Session(Protocol):
     ) -> Steps[Statement, list[tuple[Transition, int]]]:
         """Up to ``query.limit + 1`` transitions of records under the plan's scope, newest
         first, each with its record's key (for the next cursor: ``(at, key, revision)``)."""
+        ...
+
+    def transition_moments(
+        self, query: TransitionQuery, plan: SearchPlan
+    ) -> Steps[Statement, list[tuple[datetime, PromotionState]]]:
+        """The time and state of up to ``query.limit`` transitions :meth:`list_transitions`
+        would list (no cursor), newest first."""
         ...
 
     def record_transitions(self, record_id: str) -> Steps[Statement, list[Transition]]:

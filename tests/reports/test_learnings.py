@@ -295,3 +295,20 @@ def test_pending_proposals_within_the_grants(
     assert merge.proposal.kind == "merge" and merge.other is not None
     assert merge.other.id == learnt["seen_twice"]
     assert pending_proposals(store, ACME, visible=only(MEI)) == []
+
+
+def test_two_learnings_of_a_page_for_one_slot_each_fit_on_their_own(
+    store: BaseMemoryStore, composition: AgentComposition
+) -> None:
+    store.register_composition(composition, DANA)
+    first, second = store.write(
+        [
+            candidate("Deploys need a second reviewer.", background("conventions", "reviews")),
+            candidate("Deploys need two reviewers.", background("conventions", "reviews")),
+        ]
+    )
+    items = {i.record.id: i for i in review_inbox(store, DANA, visible=everything).items}
+    for record in (first, second):
+        fit = items[record.id].fit
+        assert fit is not None and fit.refused is None and fit.chars == len("- " + record.content)
+        assert fit.section == "background.conventions" and fit.fits

@@ -14,7 +14,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -22,6 +22,7 @@ from memory_admin.errors import MemoryCorruptionError
 from memory_admin.promotion import (
     Promotion,
     PromotionQuery,
+    PromotionState,
     Proposal,
     ProposalInput,
     ProposalStatus,
@@ -174,22 +175,37 @@ class SqlLearnings(ABC):
         counting and paging join the transition bodies and scopes only of the rows shown."""
         d = self.dialect
         found = Clauses()
+        reached = yield from self.records_reached(plan, "x.scope_id", "r.scope_id")
+        if reached is None:
+            return None
+        found.add(*reached[0])
         if query.as_of is None:
             source = f" FROM memory_promotions x JOIN memory_promotions p ON p.{d.key} = x.{d.key}"
+            if query.record_ids is not None:
+                source += f" JOIN memory_records r ON r.{d.key} = x.{d.key}"
+            if not query.include_invalidated:
+                # the few invalidated records of the reach, by their partial index, rather
+                # than a lookup of every learning's record row
+                invalid, params = reached[1]
+                found.add(
+                    f"x.{d.key} NOT IN (SELECT r.{d.key} FROM memory_records r WHERE r.invalid_at IS NOT NULL "
+                    f"AND {invalid})",
+                    params,
+                )
         else:
             as_of = d.to_db_time(query.as_of)
-            source = f" FROM {_HISTORY} x JOIN memory_promotions p ON p.{d.key} = x.{d.key}"
+            source = (
+                f" FROM {_HISTORY} x JOIN memory_promotions p ON p.{d.key} = x.{d.key}"
+                f" JOIN memory_records r ON r.{d.key} = x.{d.key}"
+            )
             found.add(
                 f"x.revision = (SELECT max(y.revision) FROM memory_promotion_history y WHERE y.{d.key} = x.{d.key} "
                 f"AND y.at <= {d.p})",
                 [as_of],
             )
             found.add(f"r.created_at <= {d.p}", [as_of])
-        source += f" JOIN memory_records r ON r.{d.key} = x.{d.key}"
-        reach = yield from self._reach(plan, "x.scope_id")
-        if reach is None:
-            return None
-        found.add(*reach)
+            if not query.include_invalidated:
+                found.add(f"(r.invalid_at IS NULL OR r.invalid_at > {d.p})", [as_of])
         if with_states and query.states is not None:
             found.add(*d.one_of("x.state", query.states))
         if query.primitives is not None:
@@ -198,11 +214,6 @@ class SqlLearnings(ABC):
             found.add(*d.one_of("p.tier", query.tiers))
         if query.record_ids is not None:
             found.add(*d.id_list("r.id", query.record_ids))
-        if not query.include_invalidated:
-            if query.as_of is None:
-                found.add("r.invalid_at IS NULL")
-            else:
-                found.add(f"(r.invalid_at IS NULL OR r.invalid_at > {d.p})", [d.to_db_time(query.as_of)])
         where, params = found.where(d.true)
         return source, where, params
 
@@ -242,13 +253,47 @@ class SqlLearnings(ABC):
         rows = yield Statement(f"SELECT x.state, count(*){source} WHERE {where} GROUP BY x.state", params, raw=True)
         return {str(state): int(n) for state, n in rows}
 
+    def transition_moments(
+        self, query: TransitionQuery, plan: SearchPlan
+    ) -> Steps[Statement, list[tuple[datetime, PromotionState]]]:
+        d = self.dialect
+        found = yield from self._transition_filters(query, plan, None)
+        if found is None:
+            return []
+        where, params = found.where(d.true)
+        rows = yield Statement(
+            f"SELECT h.at, h.state FROM memory_promotion_history h "
+            f"WHERE {where} ORDER BY h.at DESC, h.{d.key} DESC, h.revision DESC LIMIT {d.p}",
+            [*params, query.limit],
+            raw=True,
+        )
+        return [(d.from_db_time(at), cast(PromotionState, state)) for at, state in rows]
+
     def list_transitions(
         self, query: TransitionQuery, plan: SearchPlan, cursor: tuple[int, int, int] | None
     ) -> Steps[Statement, list[tuple[Transition, int]]]:
         d = self.dialect
+        found = yield from self._transition_filters(query, plan, cursor)
+        if found is None:
+            return []
+        where, params = found.where(d.true)
+        rows = yield Statement(
+            f"SELECT r.id, h.state, h.revision, h.at, h.body, h.{d.key} FROM memory_promotion_history h "
+            f"JOIN memory_records r ON r.{d.key} = h.{d.key} WHERE {where} "
+            f"ORDER BY h.at DESC, h.{d.key} DESC, h.revision DESC LIMIT {d.p}",
+            [*params, query.limit + 1],
+            raw=True,
+        )
+        return [(self._transition(d.id_text(rid), *rest), int(key)) for rid, *rest, key in rows]
+
+    def _transition_filters(
+        self, query: TransitionQuery, plan: SearchPlan, cursor: tuple[int, int, int] | None
+    ) -> Steps[Statement, Clauses | None]:
+        """The WHERE of a transition listing over ``h`` (``None``: nothing in reach)."""
+        d = self.dialect
         reach = yield from self._reach(plan, "h.scope_id")
         if reach is None:
-            return []
+            return None
         found = Clauses()
         found.add(*reach)
         if query.states is not None:
@@ -262,15 +307,7 @@ class SqlLearnings(ABC):
                 f"(h.at, h.{d.key}, h.revision) < ({d.p}, {d.p}, {d.p})",
                 [d.to_db_time(from_us(cursor[0])), cursor[1], cursor[2]],
             )
-        where, params = found.where(d.true)
-        rows = yield Statement(
-            f"SELECT r.id, h.state, h.revision, h.at, h.body, h.{d.key} FROM memory_promotion_history h "
-            f"JOIN memory_records r ON r.{d.key} = h.{d.key} WHERE {where} "
-            f"ORDER BY h.at DESC, h.{d.key} DESC, h.revision DESC LIMIT {d.p}",
-            [*params, query.limit + 1],
-            raw=True,
-        )
-        return [(self._transition(d.id_text(rid), *rest), int(key)) for rid, *rest, key in rows]
+        return found
 
     def restore_history(self, transitions: Sequence[Transition]) -> Steps[Statement, None]:
         d = self.dialect
