@@ -177,7 +177,7 @@ MIGRATIONS.append(
         at        timestamptz NOT NULL
     );
     CREATE INDEX memory_promotions_scope_state ON memory_promotions (scope_id, state, at);
-    CREATE INDEX memory_promotions_promoted ON memory_promotions (scope_id) WHERE state = 'promoted';
+    CREATE INDEX memory_promotions_promoted ON memory_promotions (scope_id, seq) WHERE state = 'promoted';
     CREATE TABLE memory_promotion_history (
         seq      bigint NOT NULL REFERENCES memory_records (seq) ON DELETE CASCADE,
         revision integer NOT NULL,

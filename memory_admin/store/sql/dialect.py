@@ -289,9 +289,10 @@ def record_filters(d: Dialect, plan: SearchPlan) -> tuple[str, list[Any]]:
     if query.targeted is not None:
         add("r.target IS NOT NULL" if query.targeted else "r.target IS NULL")
     if query.promoted is not None:
-        # the promotion table's key is the record's: one primary-key probe per row
-        promoted = f"EXISTS (SELECT 1 FROM memory_promotions lp WHERE lp.{d.key} = r.{d.key} AND lp.state = 'promoted')"
-        add(promoted if query.promoted else f"NOT {promoted}")
+        # uncorrelated: both databases read the (few) promoted keys once per statement into a
+        # hash, and a row's test is a lookup in it; the partial index holds exactly them
+        promoted = f"SELECT lp.{d.key} FROM memory_promotions lp WHERE lp.state = 'promoted'"
+        add(f"r.{d.key} {'IN' if query.promoted else 'NOT IN'} ({promoted})")
     if not plan.include_expired:
         add(f"(r.expires_at IS NULL OR r.expires_at > {d.p})", [d.to_db_time(plan.now)])
     if query.as_of is not None:
