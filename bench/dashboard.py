@@ -464,7 +464,8 @@ def report(results: dict[str, Any], command_line: str) -> str:
         f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
         f"{platform.system()} {platform.machine()}.",
         f"Memory file: {results['records']:,} synthetic records (`bench.corpus`: 10 tenants × 1,000 "
-        f"users, skewed activity) plus {CHAINS} supersede chains {CHAIN_DEPTH} versions deep"
+        f"users, skewed activity) plus {CHAINS} supersede chains {CHAIN_DEPTH} versions deep and an agent's "
+        f"{LEARNING_CANDIDATES:,} candidates and {LEARNING_PROMOTED:,} promoted learnings under one composition"
         + (
             f"; built in {results['build_seconds']:.0f} s."
             if results["build_seconds"]
