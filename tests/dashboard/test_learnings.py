@@ -424,7 +424,7 @@ def test_the_compositions_and_one_prompt_every_line_marked(curator: Client, demo
     lines = re.findall(r'<li class="pl ([^"]+)">', prompt)
     assert lines and all(("pl-authored" in c) or ("pl-learned" in c) or ("pl-heading" in c) for c in lines)
     promoted = learning_of(demo_store, PROMOTED)
-    assert f'href="/learnings/{promoted.record_id}/"' in prompt
+    assert f'href="/learnings/{promoted.record_id}/"' in prompt and f'href="/records/{promoted.record_id}/"' in prompt
     assert "Overlay" in html and "Health" in html and "Never recalled" in html
 
 
