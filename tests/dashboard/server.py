@@ -11,6 +11,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PASSWORD = "a long test passphrase"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def production_env(var_dir: Path, **extra: str) -> dict[str, str]:
@@ -90,6 +92,40 @@ def serving(
             os.killpg(process.pid, signal.SIGKILL)
             server.stdout, server.stderr = process.communicate()
         server.returncode = process.returncode
+
+
+@contextlib.contextmanager
+def runserver(env: dict[str, str], log: Path) -> Iterator[str]:
+    """``manage.py runserver`` as ``make run`` starts it (scripts/run-demo.sh), on a free
+    port until the block ends; yields its URL."""
+    port = free_port()
+    output = log.open("w")
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        cwd=ROOT,
+        env=env,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(f"runserver exited: {log.read_text()}")
+            try:
+                with urllib.request.urlopen(f"{url}/healthz", timeout=2):
+                    break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                if time.monotonic() > deadline:
+                    raise AssertionError("runserver did not answer") from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+        output.close()
 
 
 def _wait_until_up(server: Server, timeout: float = 90) -> None:

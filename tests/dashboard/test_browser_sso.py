@@ -15,15 +15,9 @@ sign-in and sign-out forms reach the provider — and a violation fails the test
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import signal
-import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +27,7 @@ import pytest
 
 from tests.dashboard.conftest import deployment_env, expect
 from tests.dashboard.oidc_provider import CLIENT_ID, CLIENT_SECRET, Provider, running_provider
-from tests.dashboard.server import free_port, production_env, run, serving
+from tests.dashboard.server import production_env, run, runserver, serving
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -60,39 +54,6 @@ def sso_env(provider: Provider) -> dict[str, str]:
         "OIDC_PROVIDER_NAME": "Acme SSO",
         "OIDC_RECHECK_SECONDS": str(RECHECK_SECONDS),
     }
-
-
-@contextlib.contextmanager
-def runserver(env: dict[str, str], log: Path) -> Iterator[str]:
-    """``manage.py runserver`` as ``make run`` starts it (scripts/run-demo.sh)."""
-    port = free_port()
-    output = log.open("w")
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-        cwd=ROOT,
-        env=env,
-        stdout=output,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"runserver exited: {log.read_text()}")
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=2):
-                    break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                if time.monotonic() > deadline:
-                    raise AssertionError("runserver did not answer") from None
-                time.sleep(0.2)
-        yield url
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
-        output.close()
 
 
 @pytest.fixture(scope="module", params=["dev", "prod"])

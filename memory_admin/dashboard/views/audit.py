@@ -30,7 +30,15 @@ from memory_admin.dashboard.formats import csv_table, json_lines
 from memory_admin.dashboard.forms import AuditLogForm
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Ability, Access, AmbiguousScope, NotVisible, access_for
-from memory_admin.dashboard.views.common import HtmxHttpRequest, form_problems, query_page, render_region
+from memory_admin.dashboard.views.common import (
+    RECEIPT_COOKIE,
+    HtmxHttpRequest,
+    form_problems,
+    kept_once,
+    query_page,
+    render_region,
+    spend_once,
+)
 from memory_admin.dashboard.views.export import counted, download
 from memory_admin.scope import Scope, format_scope
 
@@ -141,4 +149,7 @@ def audit_entry(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
     entry = visible_entry(access, entry_id)
     if entry is None:
         raise NotVisible(f"Audit entry {entry_id}")
-    return render_region(request, ENTRY, "entry", {"access": access, "entry": entry})
+    kept = kept_once(request, RECEIPT_COOKIE)  # right after an erasure: the reason as its officer typed it
+    typed = kept["reason"] if kept is not None and kept.get("entry") == str(entry.pk) else None
+    context = {"access": access, "entry": entry, "typed_reason": typed if typed != entry.reason else None}
+    return spend_once(request, render_region(request, ENTRY, "entry", context), RECEIPT_COOKIE)
