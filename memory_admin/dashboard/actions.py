@@ -183,8 +183,12 @@ def erase_scope(
 
 
 def sweep_expired(store: AdminMemoryStore, access: Access, scope: Mapping[str, str]) -> AuditEntry:
-    """Delete the expired records under ``scope`` (nothing could recall them any more)."""
+    """Delete the expired records under ``scope`` (nothing could recall them any more);
+    the tenant's audit entries keep none of their words, as after a deletion."""
     canonical = _confine(access, Ability.FORGET, scope, f"Scope {format_scope(scope)}")
+    everything = RecordListQuery(search={"scope": canonical, "include_invalidated": True}, include_expired=True)
+    now = utc_now()
+    forgotten = Forgotten.of(record for record in store.iter_records(everything) if record.is_expired(now))
     with audited(
         access,
         AuditEntry.Action.SWEEP,
@@ -193,6 +197,8 @@ def sweep_expired(store: AdminMemoryStore, access: Access, scope: Mapping[str, s
         backend=_name(store),
     ) as entry:
         entry.counts = {"records": store.sweep_expired(canonical)}
+    scrub_forgotten_content(canonical[TENANT_KEY], forgotten)
+    entry.refresh_from_db()
     return entry
 
 

@@ -118,7 +118,9 @@ def _has_digit(word: str) -> bool:
 class Forgotten:
     """What a deletion or an erasure forgets, as the audit log's reasons are redacted
     against it: the words of the records' content, key, tags and payload values, folded
-    as search folds them (case and accents ignored)."""
+    as search folds them (case and accents ignored; endings count, since a name or a
+    number has none worth ignoring and a common word that shares a stem identifies no
+    one)."""
 
     def __init__(self, texts: Iterable[str] = ()) -> None:
         self.words: set[str] = set()
