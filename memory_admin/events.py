@@ -42,7 +42,7 @@ class _Event(BaseModel):
 
     at: UtcDatetime
     scope: Scope
-    agent: str | None = None
+    agent: str | None = Field(default=None, max_length=MAX_SCOPE_VALUE_CHARS)
 
 
 class MemoryWriteEvent(_Event):
@@ -60,7 +60,7 @@ class MemorySearchEvent(_Event):
 
     type: Literal["agent.memory.search"] = "agent.memory.search"
     scope_match: ScopeMatch = "subset"
-    query_preview: str | None = None
+    query_preview: str | None = Field(default=None, max_length=PREVIEW_BYTES)  # bytes bound characters too
     query_clipped: bool = False
     count: int
     limit: int
@@ -76,7 +76,7 @@ class MemoryRecallEvent(_Event):
     """One assembled turn-1 recall block."""
 
     type: Literal["agent.memory.recall"] = "agent.memory.recall"
-    query_preview: str | None = None
+    query_preview: str | None = Field(default=None, max_length=PREVIEW_BYTES)  # bytes bound characters too
     query_clipped: bool = False
     count: int
     chars: int

@@ -97,9 +97,18 @@ class EventCases(ConformanceBase):
         [logged] = raw_store.query_events({})
         forged = logged.model_dump()
         forged["id"] += 1
-        forged["event"]["agent"] = "\ud800"
-        with pytest.raises(MemoryValidationError):
-            raw_store.import_events([forged])
+        for field, value in (("agent", "\ud800"), ("agent", "a" * 201), ("type", "agent.memory.search")):
+            forged["event"][field] = value
+            if field == "type":  # a search event whose preview is past the bound every preview is clipped to
+                forged["event"] = {
+                    **{k: v for k, v in forged["event"].items() if k not in ("kinds", "superseded_ids")},
+                    "agent": None,
+                    "query_preview": "q" * 513,
+                    "limit": 10,
+                    "duration_ms": 1.0,
+                }
+            with pytest.raises(MemoryValidationError):
+                raw_store.import_events([forged])
         assert raw_store.query_events({}) == [logged]
 
     def test_prune_events_keeps_records(
