@@ -15,9 +15,8 @@ Three rules, all applied here:
   wrong") does not outlive the record. Other words stay as the person typed them.
 * **An erased scope's values become keyed hashes.** When a scope is erased, every
   audit entry about it (inside it) gets its scope values (all but the tenant, the
-  grant boundary) replaced by ``hmac:<hex>`` tokens and its reason removed; the
-  erasure's own reason, and every other reason in the tenant, get the erased values
-  replaced by the same tokens. The key is ``MEMORY_ADMIN_AUDIT_KEY`` when set, else
+  grant boundary) replaced by ``hmac:<hex>`` tokens, and so do the same values wherever
+  they stand in the tenant's reasons, the erasure's own included. The key is ``MEMORY_ADMIN_AUDIT_KEY`` when set, else
   derived from ``SECRET_KEY``, so "was user X erased, when, by whom?" stays answerable
   (:func:`erasures_of`, ``manage.py memory_audit_lookup``) by someone who knows X —
   and by nobody who only reads the database.
@@ -305,36 +304,33 @@ def _hashed_scope_text(text: str) -> str:
         return HASH_PREFIX + "unreadable"
 
 
-def removed_reason(erasure_id: int) -> str:
-    return f"(removed when the scope was erased, audit entry #{erasure_id})"
-
-
 @transaction.atomic
 def scrub_erased_scope(erasure: AuditEntry, scope: Mapping[str, str], forgotten: Forgotten) -> int:
-    """After ``scope`` was erased: hash its values and drop the reasons of every entry
-    about it; in the tenant's other reasons (the erasure's own included) hash the erased
-    values and remove the erased records' words (``forgotten``). Returns how many
-    entries changed."""
+    """After ``scope`` was erased: hash the scope values of every entry about it (inside
+    it), and in every reason and error of the tenant, the erasure's own included, hash
+    the erased values (and an entry's own hashed ones) and remove the erased records'
+    words (``forgotten``); every other word stays. Returns how many entries changed."""
     canonical = canonical_scope(scope)
     tenant = canonical[TENANT_KEY]
     values = {key: value for key, value in canonical.items() if key != TENANT_KEY}
     changed = 0
     for entry in AuditEntry.objects.select_for_update().filter(tenant=tenant):
         before: tuple[Any, ...] = (entry.scope_json, entry.reason, entry.error, json.dumps(entry.counts))
-        entry_scope = entry.scope
+        # the values written as keyed hashes wherever they stand in the entry's text: the
+        # erased ones, and for an entry about the scope its own, for the receipt the
+        # scopes it lists
+        hashed = values
         if entry.pk == erasure.pk:
-            entry.scope_json = scope_json(hashed_scope(entry_scope))
-            entry.reason = forgotten.redact(_replace_values(entry.reason, {**values, **_all_values(entry)}))
+            hashed = {**values, **_all_values(entry)}
             scope_list = entry.counts.get("scope_list")
             if isinstance(scope_list, list):
                 entry.counts = {**entry.counts, "scope_list": [_hashed_scope_text(str(t)) for t in scope_list]}
-        elif _inside(entry_scope, canonical):
-            entry.scope_json = scope_json(hashed_scope(entry_scope))
-            if entry.reason:
-                entry.reason = removed_reason(erasure.pk)
-        else:
-            entry.reason = forgotten.redact(_replace_values(entry.reason, values))
-        entry.error = forgotten.redact(_replace_values(entry.error, values))
+            entry.scope_json = scope_json(hashed_scope(entry.scope))
+        elif _inside(entry.scope, canonical):
+            hashed = {**values, **entry.scope}
+            entry.scope_json = scope_json(hashed_scope(entry.scope))
+        entry.reason = forgotten.redact(_replace_values(entry.reason, hashed))
+        entry.error = forgotten.redact(_replace_values(entry.error, hashed))
         if (entry.scope_json, entry.reason, entry.error, json.dumps(entry.counts)) != before:
             entry.save(update_fields=["scope_json", "reason", "error", "counts"])
             changed += 1
