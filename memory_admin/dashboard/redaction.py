@@ -15,11 +15,12 @@ Three rules, all applied here:
   wrong") does not outlive the record. Other words stay as the person typed them.
 * **An erased scope's values become keyed hashes.** When a scope is erased, every
   audit entry about it (inside it) gets its scope values (all but the tenant, the
-  grant boundary) replaced by ``hmac:<hex>`` tokens, and so do the same values wherever
-  they stand in the tenant's reasons, the erasure's own included. The key is ``MEMORY_ADMIN_AUDIT_KEY`` when set, else
-  derived from ``SECRET_KEY``, so "was user X erased, when, by whom?" stays answerable
-  (:func:`erasures_of`, ``manage.py memory_audit_lookup``) by someone who knows X —
-  and by nobody who only reads the database.
+  grant boundary) replaced by ``hmac:<hex>`` tokens, and so do the same values
+  wherever they stand in the tenant's reasons, the erasure's own included. The key is
+  ``MEMORY_ADMIN_AUDIT_KEY`` when set, else derived from ``SECRET_KEY``, so "was user X
+  erased, when, by whom?" stays answerable (:func:`erasures_of`, ``manage.py
+  memory_audit_lookup``) by someone who knows X — and by nobody who only reads the
+  database.
 """
 
 from __future__ import annotations
@@ -124,9 +125,9 @@ class Forgotten:
     def __init__(self, texts: Iterable[str] = ()) -> None:
         self.words: set[str] = set()
         self._codes: set[str] = set()  # words with a digit, and runs of them joined
+        self._joined = ""  # the codes, searchable as one text (made when first needed)
         for text in texts:
             self.add(text)
-        self._joined = ""
 
     @classmethod
     def of(cls, records: Iterable[MemoryRecord]) -> Forgotten:
@@ -181,21 +182,10 @@ class Forgotten:
             not token.group().startswith((REMOVED, HASH_PREFIX)) and word not in spared and self.identifies(word)
             for token, word in zip(tokens, folded, strict=True)
         ]
-        for index, token in enumerate(tokens):  # a small number between two removals goes with them
-            if not hits[index] and _small_number(token.group()):
-                before = next(
-                    (
-                        hit
-                        for hit, t in zip(hits[index::-1], tokens[index::-1], strict=True)
-                        if not _small_number(t.group())
-                    ),
-                    False,
-                )
-                after = next(
-                    (hit for hit, t in zip(hits[index:], tokens[index:], strict=True) if not _small_number(t.group())),
-                    False,
-                )
-                hits[index] = before and after
+        for index, token in enumerate(tokens):  # small numbers between two removals go with them
+            if index and hits[index - 1] and not hits[index] and _small_number(token.group()):
+                following = next((i for i in range(index + 1, len(tokens)) if not _small_number(tokens[i].group())), 0)
+                hits[index] = bool(following) and hits[following]
         out: list[str] = []
         last = 0
         for index, token in enumerate(tokens):
