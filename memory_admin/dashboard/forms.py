@@ -44,6 +44,7 @@ from memory_admin.scope import (
     scope_problems,
 )
 from memory_admin.store import RecordListQuery
+from memory_admin.store.arguments import MAX_STORED_INT
 
 MAX_QUERY_TEXT = 500
 MAX_CURSOR = 200
@@ -244,6 +245,11 @@ def clean_agent_text(text: str) -> str | None:
     return text
 
 
+def _cursor_field() -> forms.IntegerField:
+    """An older page's cursor: an id, which every database stores as a 64-bit integer."""
+    return forms.IntegerField(required=False, min_value=1, max_value=MAX_STORED_INT, widget=forms.HiddenInput)
+
+
 class RecallForm(QueryStringForm):
     """The recall page's filters: scope, agent, time range, bucket size, table cursor."""
 
@@ -256,7 +262,7 @@ class RecallForm(QueryStringForm):
         label="Buckets",
         choices=[("", "auto"), ("hour", "hour"), ("6h", "6 hours"), ("day", "day"), ("week", "week")],
     )
-    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    before = _cursor_field()
 
     def clean_agent(self) -> str | None:
         return clean_agent_text(self.cleaned_data.get("agent") or "")
@@ -307,7 +313,7 @@ class RecallEventForm(QueryStringForm):
 
 
 class CursorForm(QueryStringForm):
-    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    before = _cursor_field()
 
 
 class AuditLogForm(CursorForm):

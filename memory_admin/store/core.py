@@ -75,6 +75,7 @@ MAX_QUERY_TOKENS = 64
 
 MAX_CHAIN_LENGTH = 1000
 DEFAULT_MAX_CONTENT_CHARS = 10_000
+DEFAULT_MAX_PAYLOAD_CHARS = 20_000
 DEFAULT_MAX_LIMIT = 1000
 DEFAULT_MAX_BATCH = 10_000
 MAX_MENTIONS = 25
@@ -92,6 +93,7 @@ def full_capabilities(backend: str) -> MemoryStoreCapabilities:
         admin=True,
         events=True,
         max_content_chars=DEFAULT_MAX_CONTENT_CHARS,
+        max_payload_chars=DEFAULT_MAX_PAYLOAD_CHARS,
         max_limit=DEFAULT_MAX_LIMIT,
         max_batch=DEFAULT_MAX_BATCH,
     )

@@ -45,8 +45,13 @@ class MemoryStoreCapabilities(_Frozen):
     admin: bool = False
     events: bool = False
     max_content_chars: int
+    """A record's content, in characters."""
+    max_payload_chars: int
+    """A record's payload, in characters of its compact JSON (:func:`~memory_admin.records.payload_chars`)."""
     max_limit: int
+    """Hits one search returns."""
     max_batch: int
+    """Inputs one write (records one import) takes."""
 
 
 class EmbeddingStatus(_Frozen):
@@ -133,6 +138,8 @@ class MemoryStore(Protocol):
         by relevance (BM25-family) then recency. Without:
         a recency listing, newest first, ties in reverse batch order. Invalidated records
         are excluded unless ``include_invalidated``; expired records never appear.
+        ``kinds`` and ``keys`` keep records with one of the values listed (an empty list
+        keeps none), ``tags`` those holding every tag listed (an empty list keeps all).
         ``limit=0`` returns ``[]``; a negative limit or one above the backend's maximum
         is a validation error.
 

@@ -93,6 +93,23 @@ def test_actions_follow_the_role(client_for: MakeClient, demo_store: InMemoryMem
     assert "Sweep 3" not in curator and "invalidate…" in curator
 
 
+def test_a_sweep_takes_the_swept_records_words_out_of_every_reason(
+    client_for: MakeClient, demo_store: InMemoryMemoryStore
+) -> None:
+    expired = find(demo_store, "tenant=acme,user=mei", "covering Ravi's code reviews")
+    demo_store.write(
+        [{"scope": {"tenant": "acme"}, "kind": "fact", "content": "Lunch is at noon.", "provenance": {"source": "t"}}]
+    )
+    curator = client_for("curator", "tenant=acme")
+    lunch = find(demo_store, "tenant=acme", "Lunch is at noon")
+    said = "Mei covers reviews now"  # another record's entry naming what the expired one said
+    assert curator.post(reverse("dashboard:invalidate_run", args=[lunch.id]), {"reason": said}).status_code == 303
+    officer = client_for("privacy-officer", "tenant=acme")
+    assert officer.post(reverse("dashboard:sweep"), {"scope": "tenant=acme"}).status_code == 303
+    assert demo_store.get(expired.id) is None
+    assert AuditEntry.objects.get(action="invalidate").reason == "[forgotten] covers [forgotten] now"
+
+
 def test_sweep_deletes_only_expired_records_under_the_scope(officer: Client, demo_store: InMemoryMemoryStore) -> None:
     before = {t: demo_store.count_records({"tenant": t}) for t in ("acme", "initech")}
     response = officer.post(reverse("dashboard:sweep"), {"scope": "tenant=acme"})
