@@ -230,9 +230,15 @@ def role_of(user: User | AnonymousUser) -> Role | None:
 
 def access_context(request: HttpRequest) -> dict[str, Access]:
     """``access`` in every template (the header names the role on every page, error pages
-    included); a view's own ``access`` is the same object."""
+    included); a view's own ``access`` is the same object. An account without a role has
+    none: the page it gets is the one that says so."""
     user = getattr(request, "user", None)
-    return {"access": access_for(request)} if user is not None and user.is_authenticated else {}
+    if user is None or not user.is_authenticated:
+        return {}
+    try:
+        return {"access": access_for(request)}
+    except NoRole:
+        return {}
 
 
 def access_for(request: HttpRequest) -> Access:
