@@ -11,9 +11,10 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_validator
 
-from memory_admin.records import CanonicalScope, UtcDatetime, holds_lone_surrogate
+from memory_admin.promotion import DecidedBy, DemotionCause
+from memory_admin.records import CanonicalScope, MemoryRecord, UtcDatetime, holds_lone_surrogate
 from memory_admin.scope import AGENT_KEY, MAX_SCOPE_VALUE_CHARS, Scope, ScopeMatch, is_subset_match
 
 log = logging.getLogger(__name__)
@@ -100,11 +101,89 @@ class MemoryRecallEvent(_Event):
     """The query preview was removed: a memory this recall held has been forgotten."""
 
 
-AnyEvent = MemoryWriteEvent | MemorySearchEvent | MemoryRecallEvent
+class _LearningEvent(_Event):
+    """A record entered or left its agent's composition. Carries the record's content and
+    provenance, clipped like every preview, so "what did you learn this week?" is a
+    query over the log; forgetting the record removes both (``redacted``)."""
+
+    record_id: str
+    target: dict[str, JsonValue] | None = None
+    tier: str | None = None
+    by: DecidedBy
+    actor: str
+    reason: str | None = None
+    content_preview: str | None = None
+    content_clipped: bool = False
+    provenance: dict[str, str] | None = None
+    redacted: bool = False
+    """The content and provenance were removed: the record has been forgotten."""
+
+
+class MemoryPromoteEvent(_LearningEvent):
+    """A record entered the promoted tier: it is part of its agent's composition now."""
+
+    type: Literal["agent.memory.promote"] = "agent.memory.promote"
+    supports: int = 0
+    """Corroborations the record held when it was promoted."""
+    overlay_version: str | None = None
+    """The overlay the promotion was computed against."""
+    composition_version: str | None = None
+
+
+class MemoryDemoteEvent(_LearningEvent):
+    """A record left the promoted tier, and why (``cause``)."""
+
+    type: Literal["agent.memory.demote"] = "agent.memory.demote"
+    cause: DemotionCause
+
+
+class MemoryOverlayEvent(_Event):
+    """One composition of an agent: the heartbeat of the compositional layer. Ids and
+    sizes only, no content."""
+
+    type: Literal["agent.memory.overlay"] = "agent.memory.overlay"
+    composition_version: str
+    version: str
+    """The overlay's content hash."""
+    record_ids: list[str]
+    """The promoted records the overlay admitted."""
+    chars: dict[str, int]
+    """Characters per primitive, authored and learned together."""
+    budgets: dict[str, int] = Field(default_factory=dict)
+    dropped: dict[str, str] = Field(default_factory=dict)
+    """Record id → why the overlay dropped it (an authored collision, a learned conflict)."""
+    spilled: list[str] = Field(default_factory=list)
+    """Records over their primitive's budget: back in the recall tier."""
+    duration_ms: float | None = None
+
+
+AnyEvent = (
+    MemoryWriteEvent
+    | MemorySearchEvent
+    | MemoryRecallEvent
+    | MemoryPromoteEvent
+    | MemoryDemoteEvent
+    | MemoryOverlayEvent
+)
 MemoryEvent = Annotated[AnyEvent, Field(discriminator="type")]
 EventSink = Callable[[AnyEvent], object]
-EventType = Literal["agent.memory.write", "agent.memory.search", "agent.memory.recall"]
-EVENT_TYPES: tuple[EventType, ...] = ("agent.memory.write", "agent.memory.search", "agent.memory.recall")
+EventType = Literal[
+    "agent.memory.write",
+    "agent.memory.search",
+    "agent.memory.recall",
+    "agent.memory.promote",
+    "agent.memory.demote",
+    "agent.memory.overlay",
+]
+EVENT_TYPES: tuple[EventType, ...] = (
+    "agent.memory.write",
+    "agent.memory.search",
+    "agent.memory.recall",
+    "agent.memory.promote",
+    "agent.memory.demote",
+    "agent.memory.overlay",
+)
+LEARNING_EVENT_TYPES: tuple[EventType, ...] = ("agent.memory.promote", "agent.memory.demote")
 MAX_EVENT_PAGE = 10_000
 
 _EVENT_ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(MemoryEvent)
@@ -116,11 +195,26 @@ def parse_event(data: str | bytes) -> AnyEvent:
 
 
 def forget_records(event: AnyEvent, forgotten: set[str]) -> AnyEvent | None:
-    """``event`` without the user text that may quote a forgotten record: an event that
-    names one of ``forgotten`` (found it, injected it, deferred it) loses its query
-    preview. ``None`` when there is nothing to change. Record ids stay: they are not
+    """``event`` without the text that may quote a forgotten record: a search or recall
+    event that names one of ``forgotten`` (found it, injected it, deferred it) loses its
+    query preview; a promote or demote event of one loses its content, provenance and
+    reason. ``None`` when there is nothing to change. Record ids stay: they are not
     content, and the chain of what happened stays auditable."""
-    if isinstance(event, MemoryWriteEvent) or event.query_preview is None:
+    if isinstance(event, MemoryWriteEvent | MemoryOverlayEvent):
+        return None
+    if isinstance(event, _LearningEvent):
+        if event.record_id not in forgotten or event.redacted:
+            return None
+        return event.model_copy(
+            update={
+                "content_preview": None,
+                "content_clipped": False,
+                "provenance": None,
+                "reason": None,
+                "redacted": True,
+            }
+        )
+    if event.query_preview is None:
         return None
     named = set(event.record_ids)
     if isinstance(event, MemoryRecallEvent):
@@ -198,6 +292,19 @@ def event_matches(event: AnyEvent, query: EventQuery) -> bool:
 
 def agent_of(scope: Scope) -> str | None:
     return scope.get(AGENT_KEY)
+
+
+def learning_fields(record: MemoryRecord) -> dict[str, object]:
+    """What a promote or demote event says of its record: the target, the content
+    (clipped as every preview is) and the provenance."""
+    content, clipped = preview(record.content)
+    return {
+        "record_id": record.id,
+        "target": record.target.model_dump(mode="json") if record.target is not None else None,
+        "content_preview": content,
+        "content_clipped": clipped,
+        "provenance": record.provenance.model_dump(mode="json", exclude_none=True),
+    }
 
 
 def deliver(sinks: Iterable[EventSink], event: AnyEvent) -> None:

@@ -21,7 +21,8 @@ section headings and truncation marker. Entries are whole records, placed first-
 within each tier: an entry that does not fit is *deferred* (listed in the report with
 its reason) and a shorter one after it may still go in. Whenever anything is deferred
 the block says so in a marker line; truncation is never silent. Invalidated and
-expired records never appear (the store's search excludes them); the agent convention
+expired records never appear (the store's search excludes them), nor do records promoted
+into the agent's composition (``include_promoted`` brings them back); the agent convention
 is applied inside the store query, so a tier is never short because another agent's
 records took its places; no record appears twice.
 
@@ -136,6 +137,9 @@ class RecallOptions(_Frozen):
     """Record ids in the entries, so an agent can supersede what it recalls."""
     preview_run: bool = False
     """Marks the event as a preview, kept out of the dashboard's production graphs."""
+    include_promoted: bool = False
+    """Also records promoted into the agent's composition (by default they stay out: the
+    composition carries them, :func:`~memory_admin.learning.compose`)."""
 
 
 class RecallArgs(TypedDict, total=False):
@@ -149,6 +153,7 @@ class RecallArgs(TypedDict, total=False):
     scope_match: ScopeMatch
     show_ids: bool
     preview_run: bool
+    include_promoted: bool
 
 
 class RecallReport(_Frozen):
@@ -328,6 +333,8 @@ class _Plan:
         self.query = clipped if self.query_terms else None
         capabilities = store.capabilities()
         self.max_limit = capabilities.max_limit
+        # promoted records are part of the agent's composition: not quoted at it again
+        self.promoted: bool | None = False if capabilities.promotion and not opts.include_promoted else None
         self.by_meaning = capabilities.search != "keyword"
         """Hits come by meaning too (a store with an embedder): any record may be one."""
         self.show_ids = show_ids = opts.show_ids
@@ -363,6 +370,7 @@ class _Plan:
                 "scope_match": self.scope_match,
                 "agent": self.agent,
                 "limit": max(0, min(limit, self.max_limit)),
+                "promoted": self.promoted,
                 **filters,
             },
             what="recall search",

@@ -182,24 +182,26 @@ class Provenance(_Model):
 
 # --- targets: a typed pointer into an agent's composition -----------------------------
 
-_Name = Annotated[str, Field(min_length=1, max_length=120)]
+TargetName = Annotated[str, Field(min_length=1, max_length=120)]
+"""A name a target points at (a background key, a judgment domain, a capability): a
+composition's names are of the same type, matched exactly."""
 
 
 class BackgroundTarget(_Model):
     primitive: Literal["background"] = "background"
     section: Literal["team_context", "project_context", "conventions", "current_state"]
-    key: _Name
+    key: TargetName
 
 
 class JudgmentTarget(_Model):
     primitive: Literal["judgment"] = "judgment"
-    domain: _Name
+    domain: TargetName
     slot: Literal["heuristics", "constraints", "escalation_triggers"]
 
 
 class ExampleTarget(_Model):
     primitive: Literal["example"] = "example"
-    judgment_domain: _Name
+    judgment_domain: TargetName
 
 
 class AwarenessTarget(_Model):
@@ -212,7 +214,7 @@ class RecoveryTarget(_Model):
 
 class ManualTarget(_Model):
     primitive: Literal["manual"] = "manual"
-    capability: _Name
+    capability: TargetName
     section: Literal["workflows"] = "workflows"
 
 
@@ -395,6 +397,9 @@ class MemorySearchQuery(_TextModel):
     key_match: Literal["exact", "prefix"] = "exact"
     targeted: bool | None = None
     """Only records that carry a target (True), or only those that carry none (False)."""
+    promoted: bool | None = None
+    """Only records promoted into their agent's composition now (True), or only those
+    that are not (False): recall leaves the promoted ones out, the composition holds them."""
     agent: str | None = Field(default=None, min_length=1, max_length=200)
     as_of: UtcDatetime | None = None
     include_invalidated: bool = False

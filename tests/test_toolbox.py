@@ -77,8 +77,15 @@ def everything(store: BaseMemoryStore) -> list[MemoryRecord]:
 # --- schemas ----------------------------------------------------------------------------
 
 
-def test_there_are_exactly_five_tools_and_no_delete() -> None:
-    assert set(TOOL_NAMES) == {"memory_save", "memory_search", "memory_list", "memory_get", "memory_invalidate"}
+def test_there_are_exactly_six_tools_and_no_delete_nor_approval() -> None:
+    assert set(TOOL_NAMES) == {
+        "memory_save",
+        "memory_search",
+        "memory_list",
+        "memory_get",
+        "memory_invalidate",
+        "memory_learnings",
+    }
     assert [tool["function"]["name"] for tool in openai_tools()] == list(TOOL_NAMES)
     assert [tool["name"] for tool in anthropic_tools()] == list(TOOL_NAMES)
 
@@ -220,7 +227,7 @@ def test_a_second_save_with_the_same_target_is_a_conflict(store: BaseMemoryStore
     assert error["code"] == "conflict"
     assert error["existing"]["id"] == first["saved"]["id"]
     assert error["existing"]["content"] == "Deploys freeze on the last business day."
-    assert [option["action"] for option in error["resolutions"]] == ["supersede", "rekey"]
+    assert [option["action"] for option in error["resolutions"]] == ["supersede", "corroborate", "rekey"]
     assert len(everything(store)) == 1, "no duplicate was written"
 
     superseding = toolbox.call("memory_save", {**again, "supersedes": first["saved"]["id"]})

@@ -21,7 +21,7 @@ from memory_admin.conformance.base import (
 )
 from memory_admin.conformance.support import FakeClock
 from memory_admin.errors import MemoryValidationError
-from memory_admin.events import MemorySearchEvent
+from memory_admin.events import MemoryRecallEvent, MemorySearchEvent
 from memory_admin.store.protocol import FullMemoryStore
 
 
@@ -227,7 +227,7 @@ class EventCases(ConformanceBase):
         found: dict[str, bool] = {}
         for stored_event in store.query_events({"include_previews": True, "limit": 10_000}):
             event = stored_event.event
-            if event.type != "agent.memory.write":
+            if isinstance(event, MemorySearchEvent | MemoryRecallEvent):
                 found[event.query_preview or ""] = found.get(event.query_preview or "", False) or event.redacted
         return found
 

@@ -5,7 +5,10 @@ preferences corrected by supersede chains several versions deep, facts invalidat
 reasons, records that expired, a deleted version that leaves a tombstone in its chain,
 targeted candidates with payloads, a profile tier that overflows its recall slice, what
 the health page should find (a near-duplicate, a key held across kinds, a record nobody
-can trace), and recall events over time (via :func:`memory_admin.recall.assemble_recall`).
+can trace), Acme's support agent learning under a registered composition (a candidate in
+every state of the review: pending review, conflict, held, locked, promoted with its two
+supports, demoted, rejected), and recall events over time (via
+:func:`memory_admin.recall.assemble_recall`).
 
 The store must read time from the :class:`DemoClock` handed to :func:`load_demo`, so
 history gets realistic dates and "expired" records were written with a short expiry
@@ -19,11 +22,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memory_admin.composition import AgentComposition, Background, Judgment
+from memory_admin.learning import promote_candidates, review
 from memory_admin.recall import assemble_recall
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.store import AdminMemoryStore, RecordListQuery
+from memory_admin.store.protocol import PromotionMemoryStore
 
-CORPUS_VERSION = "v2"  # v2: the gardening examples the health page finds
+CORPUS_VERSION = "v3"  # v2: the gardening examples the health page finds; v3: learnings in every state
 MARKER_SCOPE = {"tenant": "acme", "app": "memory_demo"}
 """Where the marker lives: under acme (found by a tenant-wide listing) but in a scope of
 its own, so no user's recall (visible match) ever reads it."""
@@ -144,6 +150,7 @@ def load_demo(store: AdminMemoryStore, clock: DemoClock) -> DemoReport | None:
     _globex(w)
     _initech(w)
     _gardening(w)
+    _learnings(w)
     _recalls(w)
     w.write(
         MARKER_SCOPE,
@@ -415,6 +422,100 @@ def _gardening(w: _Writer) -> None:
     )
     w.write(MEI, "fact", "Mei eats vegetarian at team dinners.", key="diet", by="planner-agent")
     w.write(INITECH, "fact", "The staging cluster is rebuilt every Sunday night.", by="unknown", tags=["it"])
+
+
+DEMO_COMPOSITION = AgentComposition(
+    name="acme-support",
+    persona="You are Acme Travel's support agent: you help travellers with bookings, changes and refunds.",
+    tone="Warm and brief; one question at a time.",
+    methodology="Find the booking first, then the facts, then the options.",
+    mission="Travellers leave with their trip sorted and know what happens next.",
+    background=Background(
+        team_context={"finance": "Refunds are paid by the finance team in Berlin, twice a week."},
+        conventions={"currency": "Amounts are quoted in EUR unless the booking was paid in another currency."},
+    ),
+    judgments=(
+        Judgment(
+            domain="refunds",
+            heuristics=("Look the booking up by its reference before anything else.",),
+            constraints=("Never refund more than the fare paid.",),
+            escalation_triggers=("A traveller mentions a lawyer or a chargeback.",),
+        ),
+    ),
+    recovery=("When the booking tool fails, say so and offer to call back within the hour.",),
+)
+"""The composition Acme's support agent runs (registered for ``tenant=acme,agent=support``)."""
+
+
+def _learnings(w: _Writer) -> None:
+    """Acme's support agent learning: candidates in every state of the review (a guarded
+    learning waiting for a person, a conflict with the authored composition, one held for
+    recurrence, a locked one), a promoted heuristic with its two supports, a demoted one
+    and a rejected one, all under the registered demo composition."""
+    store = w.store
+    if not isinstance(store, PromotionMemoryStore) or not store.capabilities().promotion:
+        return
+    store.register_composition(DEMO_COMPOSITION, ACME_SUPPORT)
+    refunds = {"primitive": "judgment", "domain": "refunds"}
+    voucher = w.write(
+        ACME_SUPPORT,
+        "episode",
+        "Offer a travel voucher before a cash refund when the fare is non-refundable.",
+        by="support-agent",
+        hours=1,
+        conversation="c-201",
+        target={**refunds, "slot": "heuristics"},
+    )
+    store.corroborate(voucher.id, {"source": "support-agent", "conversation_id": "c-214"})
+    w.write(
+        ACME_SUPPORT,
+        "episode",
+        "Refund more than the fare paid when the delay passed six hours.",
+        by="support-agent",
+        hours=1,
+        conversation="c-219",
+        target={**refunds, "slot": "constraints"},
+    )
+    w.write(
+        ACME_SUPPORT,
+        "episode",
+        "Check the booking tool before asking the traveller for their dates.",
+        by="support-agent",
+        hours=1,
+        conversation="c-230",
+        target={**refunds, "slot": "heuristics"},
+    )
+    w.write(
+        ACME_SUPPORT,
+        "fact",
+        "Gold members get their refund in three days instead of ten.",
+        by="support-agent",
+        hours=1,
+        conversation="c-233",
+        target={"primitive": "judgment", "domain": "loyalty", "slot": "heuristics"},
+    )
+    days = w.write(
+        ACME_SUPPORT,
+        "episode",
+        "Quote refund times in business days.",
+        by="support-agent",
+        hours=1,
+        conversation="c-240",
+        target={**refunds, "slot": "heuristics"},
+    )
+    store.corroborate(days.id, {"source": "support-agent", "conversation_id": "c-241"})
+    threshold = w.write(
+        ACME_SUPPORT,
+        "fact",
+        "Escalate every refund above 200 EUR to a supervisor.",
+        by="support-agent",
+        hours=1,
+        conversation="c-245",
+        target={**refunds, "slot": "escalation_triggers"},
+    )
+    promote_candidates(store, ACME_SUPPORT, DEMO_COMPOSITION)
+    review.rollback(store, days.id, actor="lena", reason="Finance quotes calendar days since the new payment run.")
+    review.reject(store, threshold.id, actor="lena", reason="The threshold is 500 EUR: see the finance policy.")
 
 
 def _recalls(w: _Writer) -> None:

@@ -20,6 +20,11 @@ def now_us(moment: datetime) -> int:
     return (int(moment.timestamp()) * 1_000_000) + moment.microsecond
 
 
+def from_us(value: int) -> datetime:
+    """The UTC time of a count of microseconds since the epoch (:func:`now_us` inverted)."""
+    return datetime.fromtimestamp(value // 1_000_000, UTC).replace(microsecond=value % 1_000_000)
+
+
 @dataclass(frozen=True)
 class Cursor:
     """Where the next page starts: after ``(created_us, seq)`` for a recency listing,
@@ -116,4 +121,4 @@ def context(scope: Hashable, stated: datetime) -> Hashable:
     return (scope, stated.astimezone(UTC).toordinal())
 
 
-__all__ = ["MAX_CURSOR_VALUE", "Candidate", "Cursor", "SearchPlan", "context", "now_us"]
+__all__ = ["MAX_CURSOR_VALUE", "Candidate", "Cursor", "SearchPlan", "context", "from_us", "now_us"]

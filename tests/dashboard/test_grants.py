@@ -55,7 +55,7 @@ def test_in_grant_everything_shows(acme_viewer: Client, demo_store: InMemoryMemo
 def test_single_grant_is_the_starting_scope(acme_viewer: Client) -> None:
     status, html = browse(acme_viewer)
     assert status == 200 and "Scopes within <code>tenant=acme</code>" in html
-    assert "The demo corpus (v2) was loaded" in html
+    assert "The demo corpus (v3) was loaded" in html
 
 
 def test_facets_never_name_other_tenants(acme_viewer: Client) -> None:

@@ -45,7 +45,7 @@ def test_demo_findings(officer: Client, demo_store: InMemoryMemoryStore) -> None
     unused = acme[acme.index('id="h-unused"') : acme.index('id="h-profile"')]
     # the window is said, and the demo's marker — written after the last recall — is too new to judge
     assert "Window checked:" in unused and "too new to judge" in unused
-    assert "The demo corpus (v2) was loaded" not in unused
+    assert "The demo corpus (v3) was loaded" not in unused
     initech = officer.get(health_url("tenant=initech")).content.decode()
     assert 'No usable provenance <span class="count">1</span>' in initech
     assert "The staging cluster is rebuilt every Sunday night." in initech and "via <bdi>unknown</bdi>" in initech
@@ -78,7 +78,7 @@ def test_page_and_fragment(officer: Client) -> None:
 def test_scans_are_bounded_and_say_so(officer: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(health, "LIVE_SCAN", 5)
     html = officer.get(health_url("tenant=acme")).content.decode()
-    assert "Checked 5 of 33 live records — a bounded scan" in html
+    assert "Checked 5 of 39 live records — a bounded scan" in html
 
 
 def test_several_grants_pick_a_scope_and_bad_scopes_are_400(officer: Client) -> None:

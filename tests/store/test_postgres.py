@@ -94,6 +94,34 @@ def test_older_schema_migrates_in_place(fresh_postgres_database: str) -> None:
     assert _sql(fresh_postgres_database, "SELECT count(ladder_probe) FROM memory_records") == [(0,)]
 
 
+def test_targeted_records_written_before_learnings_become_candidates(fresh_postgres_database: str) -> None:
+    """A database from before promotion state (schema 6) migrates: its targeted records
+    are candidates, born when they were written; its other records are none."""
+    target = {"primitive": "background", "section": "conventions", "key": "deploys"}
+    with PostgresMemoryStore(fresh_postgres_database) as store:
+        plain, targeted = store.write([rec("a plain fact"), rec("Deploys freeze on Fridays.", target=target)])
+    for table in (
+        "memory_promotion_history",
+        "memory_promotions",
+        "memory_proposals",
+        "memory_composition_uses",
+        "memory_compositions",
+    ):
+        _sql(fresh_postgres_database, f"DROP TABLE {table}")
+    _sql(fresh_postgres_database, "UPDATE memory_schema SET version = 6")
+    with PostgresMemoryStore(fresh_postgres_database) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        assert store.promotion(plain.id) is None
+        found = store.promotion(targeted.id)
+        assert found is not None and (found.state, found.primitive, found.at) == (
+            "candidate",
+            "background",
+            targeted.created_at,
+        )
+        store.promote(targeted.id, actor="lena", tier="auto")
+        assert [r.id for r in store.promoted_records(U1)] == [targeted.id]
+
+
 def test_newer_schema_is_refused_and_left_untouched(fresh_postgres_database: str) -> None:
     with _NewerCode(fresh_postgres_database) as new:
         new.write([rec("from the future")])
