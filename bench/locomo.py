@@ -31,6 +31,11 @@ model unless ``--embedder`` says) and is measured beside its own keyword mode an
 reciprocal rank fusion (k = 60, equal weights) of its keyword and semantic searches;
 ``--weights`` adds recall@10 of the z-score fusion at each keyword weight, and
 ``--context-weights`` at each context weight (the dev curves that chose the store's).
+Such a store is also measured with its relevance floor off (``tuning.RELEVANCE_FLOOR``:
+a search returns what matches, not the whole scope ranked), its searches and its recall
+blocks, in the same run; ``--floors`` adds, at each floor, recall@10 and how many
+records a semantic and a hybrid search return (the dev curve that chose the floor: the
+highest floor at which neither search's recall@10 falls below no floor's).
 
 The store runs as users run it, event log on (recall blocks land in its log too). Its
 searches and recall blocks are also timed through a second store object over the same
@@ -56,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.measure import command, percentile, scratch, sqlite_url, write_report
+from memory_admin import tuning
 from memory_admin.embed import Embedder, open_embedder
 from memory_admin.embed.fusion import rrf_fusion, zscore_fusion
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, assemble_recall
@@ -183,6 +189,41 @@ class BlockTally:
     latency_ms: list[float] = field(default_factory=list)
     coverage: list[float] = field(default_factory=list)
     leaked: int = 0
+
+
+@dataclass
+class FloorTally:
+    """Per floor, per question: recall@10 and how many records each search returns."""
+
+    semantic: list[float] = field(default_factory=list)
+    hybrid: list[float] = field(default_factory=list)
+    semantic_returned: list[int] = field(default_factory=list)
+    hybrid_returned: list[int] = field(default_factory=list)
+
+
+@contextmanager
+def floor_off() -> Iterator[None]:
+    """The store's searches without a relevance floor (every record of the scope, ranked)."""
+    kept = tuning.RELEVANCE_FLOOR
+    tuning.RELEVANCE_FLOOR = None
+    try:
+        yield
+    finally:
+        tuning.RELEVANCE_FLOOR = kept
+
+
+def chosen_floor(floors: dict[float, FloorTally]) -> float | None:
+    """The rule that chose the store's floor: the highest floor at which neither a semantic
+    nor a hybrid search's recall@10 falls below the lowest floor's (no floor, in effect):
+    a floor that costs no evidence, so recall's hits tier keeps the store's rule."""
+    if not floors:
+        return None
+    lowest = floors[min(floors)]
+    return max(
+        f
+        for f, tally in floors.items()
+        if _mean(tally.semantic) >= _mean(lowest.semantic) - 1e-9 and _mean(tally.hybrid) >= _mean(lowest.hybrid) - 1e-9
+    )
 
 
 # --- the store under test ------------------------------------------------------------
@@ -379,6 +420,9 @@ class Results:
     """Beside a semantic or hybrid store: its keyword mode, and naive RRF of its two searches."""
     curve: dict[tuple[float, float], list[float]] = field(default_factory=dict)
     """Recall@10 per question of z-score fusion at each (keyword weight, context weight)."""
+    block_unfloored: BlockTally | None = None
+    """The recall blocks again, the store's relevance floor off."""
+    floors: dict[float, FloorTally] = field(default_factory=dict)
 
 
 def run(
@@ -390,8 +434,11 @@ def run(
     embedder: Embedder | None = None,
     weights: Sequence[float] = (),
     context_weights: Sequence[float] = (),
+    floors: Sequence[float] = (),
 ) -> Results:
     store_tally, base_tally, newest_tally, block_tally = Tally(), Tally(), Tally(), BlockTally()
+    block_unfloored = BlockTally() if mode != "keyword" else None
+    floor_curve = {floor: FloorTally() for floor in floors}
     extra: list[tuple[str, Tally]] = []
     # (keyword weight, context weight) → recall@10 per question
     curve: dict[tuple[float, float], list[float]] = {(w, CONTEXT_WEIGHT): [] for w in weights}
@@ -415,8 +462,17 @@ def run(
                 (newest_tally, baseline_newest.search),
             ]
             if mode != "keyword":
-                extra = [("memory store, keyword mode", Tally()), ("naive RRF (k = 60) of its two searches", Tally())]
-                retrievers += [(extra[0][1], loaded.keyword), (extra[1][1], loaded.rrf)]
+
+                def unfloored(conversation: str, text: str) -> tuple[list[tuple[str, frozenset[str], str]], float]:
+                    with floor_off():
+                        return loaded.search(conversation, text)
+
+                extra = [
+                    (f"memory store, {mode} search without the relevance floor", Tally()),
+                    ("memory store, keyword mode", Tally()),
+                    ("naive RRF (k = 60) of its two searches", Tally()),
+                ]
+                retrievers += [(extra[0][1], unfloored), (extra[1][1], loaded.keyword), (extra[2][1], loaded.rrf)]
             for _, search in retrievers:  # warm caches and statements outside the timings
                 for question in dataset.questions[:20]:
                     search(question.conversation, question.text)
@@ -433,8 +489,37 @@ def run(
                     elsewhere = neighbour[question.conversation]
                     tally.probe(elsewhere, search(elsewhere, question.text)[0])
                 loaded.recall_block(question, block_tally)
+                if block_unfloored is not None:
+                    with floor_off():
+                        loaded.recall_block(question, block_unfloored)
+                if floor_curve:
+                    with floor_off():
+                        keyword, semantic, records = loaded.candidates(question.conversation, question.text)
+                    contexts = {key: context(scope_json(r.scope), r.observed_at) for key, r in records.items()}
+                    fused = zscore_fusion(
+                        keyword,
+                        semantic,
+                        keyword_weight=KEYWORD_WEIGHT,
+                        contexts=contexts,
+                        context_weight=CONTEXT_WEIGHT,
+                    )
+                    for floor, at_floor in floor_curve.items():
+                        by_meaning = [key for key, score in semantic.items() if score >= floor]  # closest first
+                        either = [
+                            hit.key
+                            for hit in fused
+                            if hit.key in keyword or (hit.key in semantic and semantic[hit.key] >= floor)
+                        ]
+                        for ranked, shares, returned in (
+                            (by_meaning, at_floor.semantic, at_floor.semantic_returned),
+                            (either, at_floor.hybrid, at_floor.hybrid_returned),
+                        ):
+                            covered = set().union(frozenset(), *(loaded.owner[key][1] for key in ranked[:SEARCH_LIMIT]))
+                            shares.append(len(question.evidence & covered) / len(question.evidence))
+                            returned.append(len(ranked))
                 if curve:
-                    keyword, semantic, records = loaded.candidates(question.conversation, question.text)
+                    with floor_off():  # the fusion's curves rank every candidate
+                        keyword, semantic, records = loaded.candidates(question.conversation, question.text)
                     contexts = {key: context(scope_json(r.scope), r.observed_at) for key, r in records.items()}
                     for (weight, lift), shares in curve.items():
                         fused = zscore_fusion(
@@ -469,6 +554,8 @@ def run(
             model=embedder.model_id if embedder is not None else None,
             extra=extra,
             curve=curve,
+            block_unfloored=block_unfloored,
+            floors=floor_curve,
         )
 
 
@@ -585,9 +672,57 @@ def report(results: Results, command_line: str) -> str:
             "| recall@10 | " + " | ".join(f"{_mean(v):.4f}" for _, v in ordered) + " |",
             "",
         ]
+    lines += _floor_report(results)
     problems = verdict_problems(results)
     lines.append("Verdict: " + ("pass." if not problems else "FAIL: " + "; ".join(problems) + "."))
     return "\n".join(lines) + "\n"
+
+
+def _floor_report(results: Results) -> list[str]:
+    """The relevance floor: the store's, what it costs, and the dev curve that chose it."""
+    unfloored = results.block_unfloored
+    if unfloored is None:
+        return []
+    without = results.extra[0][1]
+    lines = [
+        f"Relevance floor: {tuning.RELEVANCE_FLOOR} (`tuning.RELEVANCE_FLOOR`): a {results.mode} search returns the "
+        "records that share a word with the question or whose similarity reaches it, not the whole scope "
+        "ranked. The same run with the floor off:",
+        "",
+        "| | floor on | floor off |",
+        "| --- | ---: | ---: |",
+        f"| search recall@{SEARCH_LIMIT} | {_mean(results.store.recall[SEARCH_LIMIT]):.4f} "
+        f"| {_mean(without.recall[SEARCH_LIMIT]):.4f} |",
+        f"| recall block: evidence covered (mean) | {_mean(results.block.coverage):.4f} "
+        f"| {_mean(unfloored.coverage):.4f} |",
+        f"| recall block: characters (mean) | {_mean(results.block.chars):.0f} | {_mean(unfloored.chars):.0f} |",
+        f"| recall block: truncated | {results.block.truncated} | {unfloored.truncated} |",
+        "",
+    ]
+    if results.floors:
+        ordered = sorted(results.floors.items())
+        picked = chosen_floor(results.floors)
+        lines += [
+            f"Dev curve: by relevance floor, recall@{SEARCH_LIMIT} and the records a search returns (mean, of the "
+            f"top {FUSE_DEPTH} by meaning and by words), semantic search and hybrid (a word in common, or the floor):",
+            "",
+            "| floor | " + " | ".join(f"{f:g}" for f, _ in ordered) + " |",
+            "| --- | " + " | ".join("---:" for _ in ordered) + " |",
+            "| semantic recall@10 | " + " | ".join(f"{_mean(t.semantic):.4f}" for _, t in ordered) + " |",
+            "| semantic: records returned | "
+            + " | ".join(f"{_mean(t.semantic_returned):.1f}" for _, t in ordered)
+            + " |",
+            "| hybrid recall@10 | " + " | ".join(f"{_mean(t.hybrid):.4f}" for _, t in ordered) + " |",
+            "| hybrid: records returned | " + " | ".join(f"{_mean(t.hybrid_returned):.1f}" for _, t in ordered) + " |",
+            "",
+            f"The rule that chooses the floor: the highest at which neither search's recall@{SEARCH_LIMIT} falls "
+            f"below the lowest floor's (no evidence lost) — here {picked:g}"
+            + (" (the store's)." if picked == tuning.RELEVANCE_FLOOR else f"; the store's is {tuning.RELEVANCE_FLOOR}.")
+            if picked is not None
+            else "",
+            "",
+        ]
+    return lines
 
 
 def verdict_problems(results: Results) -> list[str]:
@@ -630,6 +765,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="",
         help="hybrid: also print recall@10 of the fusion at these context weights (0,0.2)",
     )
+    parser.add_argument(
+        "--floors",
+        default="",
+        help="semantic or hybrid: also print recall@10 and the records returned at these relevance floors (-1,0,0.1)",
+    )
     parser.add_argument("--out", type=Path, help="also write the report (Markdown) to this file")
     options = parser.parse_args(argv)
     dataset = load_dataset(options.dataset)
@@ -644,6 +784,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         embedder=embedder,
         weights=weights,
         context_weights=context_weights,
+        floors=[float(f) for f in options.floors.split(",") if f.strip()],
     )
     text = report(results, command("bench.locomo", argv))
     print(text, end="")

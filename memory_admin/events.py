@@ -11,11 +11,11 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_validator
 
 from memory_admin.promotion import DecidedBy, DemotionCause
-from memory_admin.records import CanonicalScope, MemoryRecord, UtcDatetime
-from memory_admin.scope import AGENT_KEY, Scope, ScopeMatch, is_subset_match
+from memory_admin.records import CanonicalScope, MemoryRecord, UtcDatetime, holds_lone_surrogate
+from memory_admin.scope import AGENT_KEY, MAX_SCOPE_VALUE_CHARS, Scope, ScopeMatch, is_subset_match
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class _Event(BaseModel):
 
     at: UtcDatetime
     scope: Scope
-    agent: str | None = None
+    agent: str | None = Field(default=None, max_length=MAX_SCOPE_VALUE_CHARS)
 
 
 class MemoryWriteEvent(_Event):
@@ -61,7 +61,7 @@ class MemorySearchEvent(_Event):
 
     type: Literal["agent.memory.search"] = "agent.memory.search"
     scope_match: ScopeMatch = "subset"
-    query_preview: str | None = None
+    query_preview: str | None = Field(default=None, max_length=PREVIEW_BYTES)  # bytes bound characters too
     query_clipped: bool = False
     count: int
     limit: int
@@ -77,7 +77,7 @@ class MemoryRecallEvent(_Event):
     """One assembled turn-1 recall block."""
 
     type: Literal["agent.memory.recall"] = "agent.memory.recall"
-    query_preview: str | None = None
+    query_preview: str | None = Field(default=None, max_length=PREVIEW_BYTES)  # bytes bound characters too
     query_clipped: bool = False
     count: int
     chars: int
@@ -233,10 +233,17 @@ class EventQuery(BaseModel):
     since: UtcDatetime | None = None
     until: UtcDatetime | None = None
     scope: CanonicalScope | None = None
-    agent: str | None = None
+    agent: str | None = Field(default=None, max_length=MAX_SCOPE_VALUE_CHARS)
     before_id: int | None = Field(default=None, ge=1, le=2**63 - 1)
     limit: int = Field(default=1000, ge=1, le=MAX_EVENT_PAGE)
     include_previews: bool = False  # recall previews are kept out of the production graphs
+
+    @field_validator("agent")
+    @classmethod
+    def _valid_unicode(cls, value: str | None) -> str | None:
+        if value is not None and holds_lone_surrogate(value):
+            raise ValueError("text holds a lone surrogate (not valid Unicode); send UTF-8 text")
+        return value
 
 
 class StoredEvent(BaseModel):

@@ -48,8 +48,16 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_admin.errors import MemoryValidationError
 from memory_admin.events import EventSink, MemoryRecallEvent, agent_of, deliver, preview
-from memory_admin.records import MemoryHit, MemoryRecord, MemorySearchQuery, parse_model, utc_now
+from memory_admin.records import (
+    MemoryHit,
+    MemoryRecord,
+    MemorySearchQuery,
+    holds_lone_surrogate,
+    parse_model,
+    utc_now,
+)
 from memory_admin.scope import Scope, ScopeMatch, canonical_scope, read_view
 from memory_admin.steps import Steps, arun_steps, run_steps
 from memory_admin.store.protocol import EventLogStore, MemoryStore
@@ -319,7 +327,7 @@ class _Plan:
         self.profile_chars = profile_slice_chars(opts.budget_chars, opts.profile_budget_ratio)
         self.pin_candidates = opts.pin_candidates
         self.max_hits = opts.max_hits
-        self.raw_query = query
+        self.raw_query = query = _message(query)
         clipped, self.query_clipped = clip_query(query) if query is not None else ("", False)
         self.query_terms = frozenset(unique_tokens(clipped))
         self.query = clipped if self.query_terms else None
@@ -355,7 +363,8 @@ class _Plan:
         return profile
 
     def search(self, limit: int, **filters: object) -> MemorySearchQuery:
-        return MemorySearchQuery.model_validate(
+        return parse_model(
+            MemorySearchQuery,
             {
                 "scope": self.view,
                 "scope_match": self.scope_match,
@@ -363,8 +372,21 @@ class _Plan:
                 "limit": max(0, min(limit, self.max_limit)),
                 "promoted": self.promoted,
                 **filters,
-            }
+            },
+            what="recall search",
         )
+
+
+def _message(query: object) -> str | None:
+    """The first user message as recall takes it: text that is valid Unicode, or ``None``."""
+    if query is None:
+        return None
+    if isinstance(query, str) and not holds_lone_surrogate(query):
+        return query
+    raise MemoryValidationError(
+        "The message to recall for is text (valid Unicode: no lone surrogates) or None.",
+        [{"loc": "query", "msg": "expected valid Unicode text"}],
+    )
 
 
 class _Layout:

@@ -7,6 +7,7 @@ never rows or dicts.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -38,6 +39,8 @@ MAX_PROVENANCE_CHARS = 200
 MAX_REASON_CHARS = 1000
 MAX_QUERY_CHARS = 20_000
 MAX_ID_CHARS = 64
+MAX_SUPPORTS = 256
+"""Provenances corroborating one record."""
 
 
 def _to_utc(value: datetime) -> datetime:
@@ -243,6 +246,11 @@ PAYLOAD_SCHEMAS: dict[str, type[_Model]] = {"example": ExamplePayload, "awarenes
 Payload = dict[str, JsonValue]
 
 
+def payload_chars(payload: Payload) -> int:
+    """A payload's size as its limit counts it: characters of its compact JSON."""
+    return len(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+
+
 def _check_payload(target: Any, payload: Payload | None) -> None:
     if payload is None:
         return
@@ -380,8 +388,12 @@ class MemorySearchQuery(_TextModel):
     scope_match: ScopeMatch = "subset"
     query: str | None = Field(default=None, max_length=MAX_QUERY_CHARS)
     kinds: tuple[Kind, ...] | None = None
+    """Only records of one of these kinds (``[]``: none)."""
     tags: tuple[str, ...] | None = None
+    """Only records holding every one of these tags (``[]``: no tag needed)."""
     keys: tuple[str, ...] | None = None
+    """Only records whose key is one of these (``key_match="exact"``) or starts with one
+    of them (``"prefix"``); ``[]``: none."""
     key_match: Literal["exact", "prefix"] = "exact"
     targeted: bool | None = None
     """Only records that carry a target (True), or only those that carry none (False)."""
@@ -396,6 +408,11 @@ class MemorySearchQuery(_TextModel):
     """How ``query`` matches: ``keyword`` (shared words, BM25), ``semantic`` (meaning:
     the closest vectors in scope) or ``hybrid`` (both, fused). ``None``: hybrid when the
     store has an embedder, else keyword. Every filter holds in every mode."""
+    relevance: Literal["match", "rank"] = "match"
+    """By meaning, which records come back: ``match`` those that share a word with the
+    query or are close enough in meaning (the relevance floor, docs/search.md); ``rank``
+    every record the filters admit, closest first (a vector store's "nearest" semantics,
+    as LangGraph's stores search). Keyword search always returns its match set."""
 
     @field_validator("tags", mode="before")
     @classmethod

@@ -63,6 +63,15 @@ scope, the same day) a candidate gains: what was said together is recalled toget
 FUSION_CANDIDATES = 100
 """How many hits each side contributes before fusion."""
 
+# --- what counts as a match by meaning (memory_admin.store.vectors.relevant) ---------------
+
+RELEVANCE_FLOOR: float | None = 0.2
+"""A search by meaning returns a record only when its similarity to the query — the
+cosine measured from the searched records' centre, the ``semantic_score`` a hit carries —
+reaches this; a hybrid search also keeps a record that shares a word with the query.
+``None`` returns every record, closest first. Chosen on LoCoMo's development split
+(docs/search.md, "Relevance floor")."""
+
 # --- what a store object keeps of its reads ------------------------------------------------
 
 RECORD_CACHE_SIZE = 4096

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -20,9 +21,11 @@ from memory_admin.conformance.base import (
 from memory_admin.conformance.support import FakeClock
 from memory_admin.errors import (
     MemoryConflictError,
+    MemoryLimitError,
     MemoryNotFoundError,
     MemoryValidationError,
 )
+from memory_admin.records import MAX_ID_CHARS, MAX_REASON_CHARS, MAX_SUPPORTS, Provenance
 from memory_admin.store.protocol import FullMemoryStore, RecordListQuery
 
 
@@ -59,12 +62,14 @@ class ExtensionCases(ConformanceBase):
         store.write([rec("Dana likes tea.", U2), rec("Mei of globex, another person.", OTHER)])
         preview = store.preview_erase(mei)
         assert preview.records == 2 and preview.mentions == [about_mei.id], "only other scopes, only this tenant"
+        assert preview.mentioned_words == {about_mei.id: ["mei"]}, "each with the words it names"
         assert store.preview_erase({"tenant": "acme", "user": "zed"}).mentions == []
         # a value whose stem stems again to another one ("increase" → "increas" → "increa")
         valued = {"tenant": "acme", "user": "increase"}
         store.write([rec("its own note", valued)])
         [about_it] = store.write([rec("The increase was agreed.", U2)])
         assert store.preview_erase(valued).mentions == [about_it.id], "the value's words, not their stems, are searched"
+        assert store.preview_erase(valued).mentioned_words == {about_it.id: ["increase"]}
         report = store.erase(mei)
         assert report.mentions == [] and store.get(about_mei.id) is not None, "erasure leaves them to a person"
 
@@ -132,6 +137,8 @@ class ExtensionCases(ConformanceBase):
         store.write([rec(f"r{i}") for i in range(23)])
         records = list(store.iter_records(RecordListQuery(search={"scope": ACME}), page_size=5))
         assert len(records) == 23 and len({r.id for r in records}) == 23
+        as_mapping: Any = {"search": {"scope": ACME}}  # a mapping, as list_records takes one
+        assert [r.id for r in store.iter_records(as_mapping, page_size=5)] == [r.id for r in records]
 
     def test_scope_facets(self, store: FullMemoryStore) -> None:
         self._needs(store, admin=True)
@@ -222,6 +229,26 @@ class ExtensionCases(ConformanceBase):
         v4 = store.write([rec("v4 juice", kind="preference", key="drink")])[0]
         assert v4.supersedes == v3.id, "imported key holders are superseded like written ones"
         assert stored(store, v1.id).superseded_by is not None
+
+    def test_import_holds_records_to_every_bound(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        self._needs(store, admin=True)
+        caps = store.capabilities()
+        [model] = store.write([rec("a record to copy", target={"primitive": "recovery"})])
+        store.delete(model.id)
+        over: list[dict[str, Any]] = [
+            {"content": "x" * (caps.max_content_chars + 1)},
+            {"payload": {"notes": "x" * caps.max_payload_chars}},
+            {"invalid_at": model.created_at, "invalid_reason": "r" * (MAX_REASON_CHARS + 1)},
+            {"supersedes": "mem_" + "A" * MAX_ID_CHARS},
+            {"superseded_by": "mem_" + "A" * MAX_ID_CHARS},
+            {"supports": [Provenance(source=f"s{n}") for n in range(MAX_SUPPORTS + 1)]},
+        ]
+        for fields in over:
+            refused = model.model_copy(update={"id": "mem_IMPORTEDOVERBOUND", **fields})
+            with pytest.raises((MemoryLimitError, MemoryValidationError)):
+                raw_store.import_records([model, refused])
+            assert store.get(model.id) is None, f"nothing of the batch went in ({', '.join(fields)})"
+        assert raw_store.import_records([model]) == 1
 
     def test_import_refuses_a_second_live_key_holder(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
         self._needs(store, admin=True)

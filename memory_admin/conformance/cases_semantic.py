@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from memory_admin import tuning
 from memory_admin.conformance.base import ACME, OTHER, U1, U2, U10, ConformanceBase, contents, rec
 from memory_admin.conformance.support import APIS, FakeClock, through
 from memory_admin.embed.hashing import HashingEmbedder
@@ -79,7 +80,8 @@ class SemanticCases(ConformanceBase):
                 rec("the kitchen by the river", observed_at=now + other_day),
             ]
         )
-        hits = estore.search({"scope": U1, "query": "spring planting garden notes", "limit": 10})
+        # every record ranked: the lift of records that match nothing, too
+        hits = estore.search({"scope": U1, "query": "spring planting garden notes", "limit": 10, "relevance": "rank"})
         by = {hit.record.content: hit for hit in hits}
         best = by["garden notes about the spring planting"]
         assert hits[0] is best
@@ -89,6 +91,41 @@ class SemanticCases(ConformanceBase):
         assert kitchen.context_score is not None and kitchen.context_score < hotel.context_score
         plain = estore.search({"scope": U1, "query": "spring planting garden notes", "mode": "semantic"})
         assert all(hit.context_score is None for hit in plain), "only fusion lifts"
+
+    @pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+    def test_a_search_by_meaning_returns_what_matches_not_the_whole_scope(
+        self, estore: FullMemoryStore, mode: SearchMode
+    ) -> None:
+        estore.write([rec("garden notes from spring"), rec("quarterly taxes filed"), rec("zzz qqq xxx")])
+        found = contents(estore.search({"scope": U1, "query": "garden notes", "mode": mode, "limit": 50}))
+        assert found[0] == "garden notes from spring"
+        assert "zzz qqq xxx" not in found, "a record below the relevance floor sharing no word is no match"
+        floor = tuning.RELEVANCE_FLOOR
+        assert floor is not None
+        hits = estore.search({"scope": U1, "query": "garden notes", "mode": mode, "limit": 50})
+        for hit in hits:
+            assert hit.keyword_score is not None or (hit.semantic_score or -1.0) >= floor, hit
+
+    def test_hybrid_keeps_a_word_in_common_below_the_floor(
+        self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        estore.write([rec("garden notes from spring"), rec("the shed key hangs by the door")])
+        monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", 1.0)  # nothing is close enough by meaning alone
+        assert contents(estore.search({"scope": U1, "query": "shed", "mode": "semantic"})) == []
+        hybrid = estore.search({"scope": U1, "query": "shed", "mode": "hybrid"})
+        assert contents(hybrid) == ["the shed key hangs by the door"], "it shares a word"
+        for mode in ("semantic", "hybrid"):  # ranking asked for: every record, the closest first
+            assert len(estore.search({"scope": U1, "query": "shed", "mode": mode, "relevance": "rank"})) == 2
+
+    def test_erase_preview_mentions_name_the_person_whatever_the_mode(self, estore: FullMemoryStore) -> None:
+        self._needs(estore, erasure=True)
+        mei = {"tenant": "acme", "user": "mei"}
+        estore.write([rec("Mei eats vegetarian.", mei)])
+        [named] = estore.write([rec("Dana shares the ledger with Mei.", U2)])
+        estore.write([rec("Ravi moved to Berlin and eats vegetarian.", U2), rec("Dana likes tea.", U2)])
+        preview = estore.preview_erase(mei)
+        assert preview.mentions == [named.id], "named by a word, never a neighbour by meaning"
+        assert preview.mentioned_words == {named.id: ["mei"]}
 
     # === every rule holds in every mode =============================================
 
@@ -173,7 +210,9 @@ class SemanticCases(ConformanceBase):
     def test_filters_that_rule_out_the_closest_still_find_the_rest(self, estore: FullMemoryStore) -> None:
         estore.write([rec(f"garden notes number {i}") for i in range(260)])
         estore.write([rec(f"a preference of {name}", kind="preference") for name in ("ann", "bo", "cy")])
-        found = estore.search({"scope": U1, "query": "garden notes", "mode": "semantic", "kinds": ["preference"]})
+        # "the rest" are far: ranked, not matched (this pins the scan, not the floor)
+        query = {"scope": U1, "query": "garden notes", "mode": "semantic", "kinds": ["preference"], "relevance": "rank"}
+        found = estore.search(query)
         assert sorted(contents(found)) == ["a preference of ann", "a preference of bo", "a preference of cy"]
 
     def test_another_store_object_sees_what_this_one_wrote_and_forgot(

@@ -21,14 +21,14 @@ from memory_admin.composition import AgentComposition
 from memory_admin.dashboard.audit_log import audited
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Ability, Access, NotVisible
-from memory_admin.dashboard.redaction import scrub_erased_scope
-from memory_admin.errors import MemoryScrubPendingError, MemoryValidationError
+from memory_admin.dashboard.redaction import Forgotten, scrub_erased_scope, scrub_forgotten_content
+from memory_admin.errors import MemoryCorruptionError, MemoryScrubPendingError, MemoryValidationError
 from memory_admin.learning import review
 from memory_admin.learning.garden import accept as accept_proposal
 from memory_admin.learning.garden import reject as reject_proposal
 from memory_admin.promotion import Pin, Promotion, Proposal
 from memory_admin.records import MemoryRecord, utc_now
-from memory_admin.scope import Scope, canonical_scope, format_scope, is_subset_match
+from memory_admin.scope import TENANT_KEY, Scope, canonical_scope, format_scope, is_subset_match
 from memory_admin.store import (
     AdminMemoryStore,
     ErasableMemoryStore,
@@ -36,10 +36,13 @@ from memory_admin.store import (
     FullMemoryStore,
     MemoryNeeds,
     MemoryStore,
+    RecordListQuery,
     require_memory,
 )
 
 CORRECTION_SOURCE = "dashboard"
+CORRUPT_TEXT = ("content", "key", "tags", "payload")
+"""The columns of a corrupt row whose text a deletion forgets (as a readable record's)."""
 RECEIPT_SCOPES = 50  # scopes named on an erasure receipt; the count is always exact
 
 
@@ -122,8 +125,10 @@ def correct_record(
 def delete_record(
     store: MemoryStore, access: Access, record_id: str, scope: Mapping[str, str], reason: str
 ) -> AuditEntry:
-    """Truly forget one record (its chain neighbours keep a content-free tombstone)."""
-    _confine(access, Ability.FORGET, scope, f"Memory record {record_id}")
+    """Truly forget one record (its chain neighbours keep a content-free tombstone); the
+    tenant's audit entries, this one included, keep none of its words."""
+    canonical = _confine(access, Ability.FORGET, scope, f"Memory record {record_id}")
+    forgotten = _forgotten_with(store, record_id)
     with audited(
         access, AuditEntry.Action.DELETE, scope, reason=reason, record_ids=[record_id], backend=_name(store)
     ) as entry:
@@ -131,7 +136,18 @@ def delete_record(
             entry.counts = {"records": int(store.delete(record_id))}
         except MemoryScrubPendingError as pending:
             entry.counts = {"records": 1, "scrub_pending": pending.command}
+    scrub_forgotten_content(canonical[TENANT_KEY], forgotten)
+    entry.refresh_from_db()
     return entry
+
+
+def _forgotten_with(store: MemoryStore, record_id: str) -> Forgotten:
+    """What deleting ``record_id`` forgets: its text, or a corrupt row's raw columns."""
+    try:
+        record = store.get(record_id)
+    except MemoryCorruptionError as corrupt:
+        return Forgotten(str(corrupt.raw[name]) for name in CORRUPT_TEXT if corrupt.raw.get(name) is not None)
+    return Forgotten.of([record] if record is not None else [])
 
 
 def preview_erasure(store: ErasableMemoryStore, access: Access, scope: Mapping[str, str]) -> ErasureReport:
@@ -142,10 +158,17 @@ def preview_erasure(store: ErasableMemoryStore, access: Access, scope: Mapping[s
     return store.preview_erase(canonical)
 
 
-def erase_scope(store: ErasableMemoryStore, access: Access, scope: Mapping[str, str], reason: str) -> AuditEntry:
-    """Erase every record, index entry and event under ``scope``; the entry is the receipt."""
+def erase_scope(
+    store: FullMemoryStore, access: Access, scope: Mapping[str, str], reason: str
+) -> tuple[AuditEntry, str]:
+    """Erase every record, index entry and event under ``scope``. Returns the entry (the
+    receipt: the scope by keyed hashes, the tenant's reasons without the erased records'
+    words) and the reason as the officer may read it right after acting — as typed, but
+    for the erased records' words (the scope's own values, typed to confirm, stay)."""
     canonical = _confine(access, Ability.FORGET, scope, f"Scope {format_scope(scope)}")
     require_memory(store, MemoryNeeds(erasure=True))
+    everything = RecordListQuery(search={"scope": canonical, "include_invalidated": True}, include_expired=True)
+    forgotten = Forgotten.of(store.iter_records(everything))
     with audited(access, AuditEntry.Action.ERASE, canonical, reason=reason, backend=_name(store)) as entry:
         scrub_pending = None
         try:
@@ -162,14 +185,19 @@ def erase_scope(store: ErasableMemoryStore, access: Access, scope: Mapping[str, 
         if scrub_pending:
             entry.counts["scrub_pending"] = scrub_pending
     # the receipt, and every earlier entry about the scope, keep keyed hashes of its values
-    scrub_erased_scope(entry, canonical)
+    scrub_erased_scope(entry, canonical, forgotten)
     entry.refresh_from_db()
-    return entry
+    # the values the officer typed to confirm stay as typed: only the log hashes them
+    return entry, forgotten.redact(reason, spare=canonical.values())
 
 
 def sweep_expired(store: AdminMemoryStore, access: Access, scope: Mapping[str, str]) -> AuditEntry:
-    """Delete the expired records under ``scope`` (nothing could recall them any more)."""
+    """Delete the expired records under ``scope`` (nothing could recall them any more);
+    the tenant's audit entries keep none of their words, as after a deletion."""
     canonical = _confine(access, Ability.FORGET, scope, f"Scope {format_scope(scope)}")
+    everything = RecordListQuery(search={"scope": canonical, "include_invalidated": True}, include_expired=True)
+    now = utc_now()
+    forgotten = Forgotten.of(record for record in store.iter_records(everything) if record.is_expired(now))
     with audited(
         access,
         AuditEntry.Action.SWEEP,
@@ -178,6 +206,8 @@ def sweep_expired(store: AdminMemoryStore, access: Access, scope: Mapping[str, s
         backend=_name(store),
     ) as entry:
         entry.counts = {"records": store.sweep_expired(canonical)}
+    scrub_forgotten_content(canonical[TENANT_KEY], forgotten)
+    entry.refresh_from_db()
     return entry
 
 

@@ -31,7 +31,9 @@ from memory_admin.store.protocol import PromotionMemoryStore
 
 CORPUS_VERSION = "v4"  # v2: the gardening examples the health page finds; v3: learnings in every state;
 # v4: a conflict between two learnings, a gardening proposal, Globex learning too, over a day and a half
-MARKER_SCOPE = {"tenant": "acme"}
+MARKER_SCOPE = {"tenant": "acme", "app": "memory_demo"}
+"""Where the marker lives: under acme (found by a tenant-wide listing) but in a scope of
+its own, so no user's recall (visible match) ever reads it."""
 MARKER_KEY = "demo.seed"
 HISTORY = timedelta(days=50)
 
@@ -59,7 +61,13 @@ def demo_start(now: datetime | None = None) -> datetime:
 
 def demo_loaded(store: AdminMemoryStore) -> bool:
     query = {
-        "search": {"scope": MARKER_SCOPE, "keys": [MARKER_KEY], "include_invalidated": True, "limit": 1},
+        # the tenant: a store loaded before the marker had a scope of its own holds it there
+        "search": {
+            "scope": {"tenant": MARKER_SCOPE["tenant"]},
+            "keys": [MARKER_KEY],
+            "include_invalidated": True,
+            "limit": 1,
+        },
         "include_expired": True,
     }
     return bool(store.list_records(RecordListQuery.model_validate(query)).hits)

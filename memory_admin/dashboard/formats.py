@@ -3,7 +3,8 @@
 Both take any iterable of records — the store's paged :meth:`iter_records` — and yield
 text as they go, so an export of a million records never holds more than a chunk.
 CSV cells that a spreadsheet would run as a formula (starting with ``=``, ``+``,
-``-``, ``@``, a tab or a carriage return) are prefixed with an apostrophe.
+``-``, ``@``, a tab or a carriage return, or a fullwidth or small form of one) are
+prefixed with an apostrophe.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -42,12 +44,22 @@ CSV_COLUMNS: tuple[tuple[str, Callable[[MemoryRecord], Any]], ...] = (
     ("target", lambda r: json.dumps(r.target.model_dump(mode="json"), sort_keys=True) if r.target else None),
     ("payload", lambda r: json.dumps(r.payload, ensure_ascii=False, sort_keys=True) if r.payload is not None else None),
     ("observed_at", lambda r: r.observed_at.isoformat()),
+    (
+        "supports",
+        lambda r: (
+            json.dumps([p.model_dump(mode="json", exclude_none=True) for p in r.supports], ensure_ascii=False)
+            if r.supports
+            else None
+        ),
+    ),
 )
 
 
 def neutralise(cell: str) -> str:
-    """``cell`` made inert for spreadsheets: a leading formula character gets an apostrophe."""
-    return "'" + cell if cell.startswith(FORMULA_STARTS) else cell
+    """``cell`` made inert for spreadsheets: a leading formula character gets an
+    apostrophe — in any of its compatibility forms too (fullwidth ``＝``, small ``﹢``),
+    which spreadsheets read as the character they stand for."""
+    return "'" + cell if unicodedata.normalize("NFKC", cell[:1]).startswith(FORMULA_STARTS) else cell
 
 
 def csv_cells(values: Iterable[object]) -> list[str]:

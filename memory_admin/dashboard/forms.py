@@ -30,7 +30,6 @@ from memory_admin.records import (
     MAX_KEY_CHARS,
     MAX_REASON_CHARS,
     MAX_TAG_CHARS,
-    SEARCH_MODES,
     Kind,
     SearchMode,
     normalize_content,
@@ -50,6 +49,7 @@ from memory_admin.scope import (
     scope_problems,
 )
 from memory_admin.store import RecordListQuery
+from memory_admin.store.arguments import MAX_STORED_INT
 
 MAX_QUERY_TEXT = 500
 MAX_CURSOR = 200
@@ -160,9 +160,10 @@ class BrowseForm(QueryStringForm):
     )
     mode = forms.ChoiceField(
         required=False,
-        choices=[("", "best (hybrid when the store embeds)"), *((m, m) for m in SEARCH_MODES)],
+        # short enough for a phone's width: "best" is hybrid where the store embeds
+        choices=[("", "best for this store"), ("keyword", "words"), ("semantic", "meaning"), ("hybrid", "both")],
         label="By",
-        help_text="words (keyword), meaning (semantic), or both (hybrid)",
+        help_text="words (keyword), meaning (semantic), or both (hybrid); best is both where the store embeds",
     )
     kind = forms.MultipleChoiceField(
         required=False, choices=[(k, k) for k in KINDS], widget=forms.CheckboxSelectMultiple, label="Kind"
@@ -249,6 +250,11 @@ def clean_agent_text(text: str) -> str | None:
     return text
 
 
+def _cursor_field() -> forms.IntegerField:
+    """An older page's cursor: an id, which every database stores as a 64-bit integer."""
+    return forms.IntegerField(required=False, min_value=1, max_value=MAX_STORED_INT, widget=forms.HiddenInput)
+
+
 class RecallForm(QueryStringForm):
     """The recall page's filters: scope, agent, time range, bucket size, table cursor."""
 
@@ -261,7 +267,7 @@ class RecallForm(QueryStringForm):
         label="Buckets",
         choices=[("", "auto"), ("hour", "hour"), ("6h", "6 hours"), ("day", "day"), ("week", "week")],
     )
-    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    before = _cursor_field()
 
     def clean_agent(self) -> str | None:
         return clean_agent_text(self.cleaned_data.get("agent") or "")
@@ -312,7 +318,7 @@ class RecallEventForm(QueryStringForm):
 
 
 class CursorForm(QueryStringForm):
-    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    before = _cursor_field()
 
 
 class AuditLogForm(CursorForm):

@@ -934,6 +934,8 @@ class MemoryAdminStore(BaseStore):
                 "keys": (namespace_slot(prefix),),
                 "key_match": "prefix",
                 "limit": size,
+                # LangGraph's stores rank every item the filter admits, the nearest first
+                "relevance": "rank",
             },
             what="search",
         )

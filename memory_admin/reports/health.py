@@ -13,8 +13,9 @@ how many it checked out of how many there are:
 - **never recalled** — live records, older than the recall window the check read, that
   no recall event of the tenant in that window injected;
 - **profile overflow** — scopes whose profile records overflow the recall profile
-  slice, so every recall there is truncated (:mod:`memory_admin.reports.profile_slice`,
-  which replays recall's own placement);
+  slice, so a recall there defers them unless its message matches them, beside what the
+  logged recalls did (:mod:`memory_admin.reports.profile_slice`, which replays recall's
+  own placement);
 - **no usable provenance** — every provenance field is a placeholder ("unknown", "-");
 - **corrupt rows** — rows that no longer validate (:meth:`find_corrupt`).
 """
@@ -32,7 +33,7 @@ from typing import TypeVar
 from memory_admin.errors import CapabilityError, MemoryCorruptionError
 from memory_admin.recall import entry_chars
 from memory_admin.records import MemoryRecord, Provenance
-from memory_admin.reports.profile_slice import ProfileSlice, profile_slice
+from memory_admin.reports.profile_slice import ProfileSlice, Truncation, profile_slice, truncation
 from memory_admin.reports.recall_stats import read_recall_events
 from memory_admin.scope import TENANT_KEY, Scope, format_scope, scope_json
 from memory_admin.store.protocol import AdminMemoryStore, CorruptRecord, EventLogStore, RecordListQuery, ScopeCounts
@@ -167,6 +168,7 @@ class Check:
 class ProfileOverflow:
     scope: Scope
     slice: ProfileSlice
+    truncation: Truncation
 
     @property
     def scope_text(self) -> str:
@@ -336,6 +338,7 @@ def _profiles(store: AdminMemoryStore, report: HealthReport, visible: Callable[[
     check.of = len(scopes)
     check.complete = len(below) < PROFILE_SCAN and len(scopes) <= PROFILE_SCOPES
     sizes: dict[str, int] = {}
+    events = store if isinstance(store, EventLogStore) and store.capabilities().events else None
 
     def size(record: MemoryRecord) -> int:  # shared records are measured once, not once per scope
         if record.id not in sizes:
@@ -350,7 +353,8 @@ def _profiles(store: AdminMemoryStore, report: HealthReport, visible: Callable[[
         if placed.overflows:
             report.overflows_total += 1
             if len(report.overflows) < SHOWN:
-                report.overflows.append(ProfileOverflow(scopes[key], placed))
+                logged = truncation(events, scopes[key], placed)
+                report.overflows.append(ProfileOverflow(scopes[key], placed, logged))
 
 
 def _ancestors(scope: Scope) -> Iterator[str]:
@@ -403,6 +407,14 @@ class TenantHealth:
     @property
     def corrupt(self) -> int:
         return len(self.report.corrupt)
+
+    @property
+    def no_provenance(self) -> int:
+        return len(self.report.no_provenance)
+
+    @property
+    def overflows(self) -> int:
+        return self.report.overflows_total
 
 
 def tenant_overview(

@@ -72,10 +72,20 @@ SCORE_PARTS = (("keyword", "keyword_score"), ("semantic", "semantic_score"), ("c
 """Contributions to a hit's score a store may report beside ``score`` (hybrid search:
 shared words, closeness in meaning, the lift of what was stated with it), by the name
 shown and the hit's attribute; shown when present, never required."""
+COMMON_WORDS = frozenset(
+    tokenize(
+        "a an the and or but of to in on at by for from with about as is are was were be been being am do does "
+        "did have has had i me my we our you your he she it its they them their this that these those what which "
+        "who whom when where why how can could should would will shall may might must not no so if then than "
+        "there here up out over into just also very too"
+    )
+)
+"""Words the inspector does not list as a match (search still matches them: there are no
+stopwords; BM25 weighs them next to nothing). Said apart, so "the" never reads as a reason."""
 TIER_ORDER = {
     "profile": "newest first, into the profile slice",
     "pinned": "newest first (a proposed learning)",
-    "hits": "by keyword relevance",
+    "hits": "by relevance to the message: its words, and its meaning when the store embeds",
     "recent": "newest first",
 }
 
@@ -98,9 +108,15 @@ class Rank:
 
     @property
     def weighed_words(self) -> tuple[tuple[str, float | None], ...]:
-        """Each shared word with its part of the keyword score (``None``: not known)."""
+        """Each shared word that tells something (not a :data:`COMMON_WORDS` one) with its
+        part of the keyword score (``None``: not known)."""
         known = dict(self.weights)
-        return tuple((word, known.get(word)) for word in self.words)
+        return tuple((word, known.get(word)) for word in self.words if word not in COMMON_WORDS)
+
+    @property
+    def common_words(self) -> tuple[str, ...]:
+        """The shared words every text holds ("the", "what"): they match, and weigh next to nothing."""
+        return tuple(word for word in self.words if word in COMMON_WORDS)
 
     @property
     def order(self) -> str:

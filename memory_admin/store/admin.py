@@ -27,7 +27,7 @@ from memory_admin.store.arguments import (
     check_count,
     check_id,
 )
-from memory_admin.store.batch import BatchReads, check_import_slots
+from memory_admin.store.batch import BatchReads, check_import_slots, check_limits
 from memory_admin.store.core import MAX_CHAIN_LENGTH, StoreCore
 from memory_admin.store.event_log import forget_in_log
 from memory_admin.store.protocol import (
@@ -54,6 +54,7 @@ class BaseAdminStore(StoreCore):
 
     def iter_records(self, query: RecordListQuery, *, page_size: int = 500) -> Iterator[MemoryRecord]:
         """Every record of a listing, page by page (bounded memory, for exports)."""
+        query = parse_model(RecordListQuery, query, what="listing")  # a mapping too, as list_records takes
         search = query.search.model_copy(update={"limit": page_size})
         cursor = query.cursor
         while True:
@@ -84,14 +85,7 @@ class BaseAdminStore(StoreCore):
             )
         parsed = [parse_model(MemoryRecord, record, what=f"record {i}") for i, record in enumerate(records)]
         for index, record in enumerate(parsed):
-            if len(record.content) > caps.max_content_chars:
-                raise MemoryLimitError(
-                    f"Record {index} ({record.id}): content has {len(record.content)} characters; "
-                    f"{caps.backend} holds at most {caps.max_content_chars}.",
-                    index=index,
-                    limit=caps.max_content_chars,
-                    size=len(record.content),
-                )
+            check_limits(index, record, caps, f"Record {index} ({record.id})")
         repeated = [record_id for record_id, n in Counter(r.id for r in parsed).items() if n > 1]
         if repeated:
             raise MemoryValidationError(

@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import partial
+from itertools import islice
 from typing import TypeVar
 
 from memory_admin.errors import (
@@ -53,7 +54,7 @@ from memory_admin.store.event_log import forget_in_log
 from memory_admin.store.learnings import BaseLearningStore, demote_invalidated
 from memory_admin.store.protocol import ErasureReport, SearchQueryLike, WriteInputLike
 from memory_admin.store.session import Invalidation, PlannedBatch, Session, Statement, Unit, Work
-from memory_admin.tokenize import unique_words
+from memory_admin.tokenize import tokenize, unique_words
 
 T = TypeVar("T")
 
@@ -285,23 +286,32 @@ class BaseMemoryStore(BaseLearningStore, BaseAdminStore):
 
         report: ErasureReport = yield Unit("snapshot" if dry_run else "write", steps)
         if dry_run:
-            return report.model_copy(update={"mentions": (yield from self._mentions(canonical))})
+            mentioned = yield from self._mentions(canonical)
+            return report.model_copy(update={"mentions": list(mentioned), "mentioned_words": mentioned})
         yield from self._scrub(f"Scope {format_scope(canonical)}", report)
         return report
 
-    def _mentions(self, scope: Scope) -> Steps[Work, list[str]]:
-        """Records elsewhere in the tenant that name the scope's values (a dry run's
-        advice, so a corrupt row on the way skips it rather than failing the preview)."""
+    def _mentions(self, scope: Scope) -> Steps[Work, dict[str, list[str]]]:
+        """Records elsewhere in the tenant that name the scope's values, each with the
+        words it names — a keyword search, whatever the store's default: a record close
+        in meaning names nobody (a dry run's advice, so a corrupt row on the way skips
+        it rather than failing the preview)."""
         words = sorted({t for k, v in scope.items() if k != TENANT_KEY for t in unique_words(v) if len(t) >= 3})
         if not words:
-            return []
+            return {}
+        word_of = {term: word for word in words for term in tokenize(word)}
         tenant = {TENANT_KEY: scope[TENANT_KEY]}
-        plan = self._plan({"scope": tenant, "query": " ".join(words), "include_invalidated": True, "limit": 100})
+        query = {"scope": tenant, "query": " ".join(words), "include_invalidated": True, "limit": 100}
+        plan = self._plan({**query, "mode": "keyword"})
         try:
             hits, _ = yield from self._page(plan)
         except MemoryCorruptionError:
-            return []
-        return [hit.record.id for hit in hits if not is_subset_match(hit.record.scope, scope)][:MAX_MENTIONS]
+            return {}
+        named = (hit for hit in hits if not is_subset_match(hit.record.scope, scope))
+        return {
+            hit.record.id: sorted({word_of[term] for term in hit.terms or {} if term in word_of})
+            for hit in islice(named, MAX_MENTIONS)
+        }
 
 
 __all__ = ["BaseMemoryStore", "search_event"]

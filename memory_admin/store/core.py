@@ -61,6 +61,7 @@ from memory_admin.store.vectors import (
     by_meaning,
     document_text,
     fuse,
+    relevant,
 )
 from memory_admin.tokenize import unique_tokens
 
@@ -75,6 +76,7 @@ MAX_QUERY_TOKENS = 64
 
 MAX_CHAIN_LENGTH = 1000
 DEFAULT_MAX_CONTENT_CHARS = 10_000
+DEFAULT_MAX_PAYLOAD_CHARS = 20_000
 DEFAULT_MAX_LIMIT = 1000
 DEFAULT_MAX_BATCH = 10_000
 MAX_PROMOTED = 2000
@@ -95,6 +97,7 @@ def full_capabilities(backend: str) -> MemoryStoreCapabilities:
         events=True,
         promotion=True,
         max_content_chars=DEFAULT_MAX_CONTENT_CHARS,
+        max_payload_chars=DEFAULT_MAX_PAYLOAD_CHARS,
         max_limit=DEFAULT_MAX_LIMIT,
         max_batch=DEFAULT_MAX_BATCH,
     )
@@ -292,11 +295,11 @@ class StoreCore(ABC):
 
             ranked: list[Ranked]
             if plan.mode == "semantic":
-                ranked = by_meaning((yield from similar(plan.needed)))
+                ranked = relevant(by_meaning((yield from similar(plan.needed))), plan.query.relevance)
             else:
                 depth = max(plan.needed, tuning.FUSION_CANDIDATES)
                 semantic = yield from similar(depth)
-                ranked = fuse((yield from s.keyword_candidates(plan, depth)), semantic)
+                ranked = relevant(fuse((yield from s.keyword_candidates(plan, depth)), semantic), plan.query.relevance)
             page = ranked[plan.offset : plan.offset + plan.limit]
             # the page's records, read and checked (a corrupt row is reported, never shown)
             records = yield from s.get_many([hit.id for hit in page])

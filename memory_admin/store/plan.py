@@ -82,9 +82,12 @@ class SearchPlan:
 
     @property
     def empty(self) -> bool:
-        """True when the plan can match nothing: ``limit=0``, or a query without tokens
-        (no letters or digits, so it shares no token with any record)."""
-        return self.limit == 0 or (self.ranked and not self.tokens)
+        """True when the plan can match nothing: ``limit=0``, a query without tokens (no
+        letters or digits, so it shares no token with any record), or an empty list of
+        ``kinds`` or ``keys`` (a record must have one of those listed: there is none).
+        Such a plan is answered without reaching a backend."""
+        query = self.query
+        return self.limit == 0 or (self.ranked and not self.tokens) or query.kinds == () or query.keys == ()
 
     @property
     def offset(self) -> int:

@@ -62,8 +62,13 @@ class MemoryStoreCapabilities(_Frozen):
     events: bool = False
     promotion: bool = False
     max_content_chars: int
+    """A record's content, in characters."""
+    max_payload_chars: int
+    """A record's payload, in characters of its compact JSON (:func:`~memory_admin.records.payload_chars`)."""
     max_limit: int
+    """Hits one search returns."""
     max_batch: int
+    """Inputs one write (records one import) takes."""
 
 
 class EmbeddingStatus(_Frozen):
@@ -151,6 +156,8 @@ class MemoryStore(Protocol):
         by relevance (BM25-family) then recency. Without:
         a recency listing, newest first, ties in reverse batch order. Invalidated records
         are excluded unless ``include_invalidated``; expired records never appear.
+        ``kinds`` and ``keys`` keep records with one of the values listed (an empty list
+        keeps none), ``tags`` those holding every tag listed (an empty list keeps all).
         ``limit=0`` returns ``[]``; a negative limit or one above the backend's maximum
         is a validation error.
 
@@ -215,7 +222,10 @@ class ErasureReport(_Frozen):
     they are authored configuration, not memory)."""
     mentions: list[str] = Field(default_factory=list)
     """A dry run only: ids of records in *other* scopes of the tenant whose text names the
-    scope's values (``user=mei`` → "mei"). Erasure leaves them; whoever erases decides."""
+    scope's values (``user=mei`` → "mei") — by their words, never by meaning. Erasure
+    leaves them; whoever erases decides."""
+    mentioned_words: dict[str, list[str]] = Field(default_factory=dict)
+    """For each of :attr:`mentions`, the scope's words its text holds."""
 
 
 @runtime_checkable

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from memory_admin import tuning
 from memory_admin.embed.fusion import zscore_fusion
@@ -190,6 +190,21 @@ class Ranked:
         )
 
 
+def relevant(ranked: Sequence[Ranked], relevance: Literal["match", "rank"] = "match") -> list[Ranked]:
+    """The hits of a semantic or hybrid search that match its query: those sharing a word
+    with it (a keyword score), and those whose similarity reaches
+    :data:`~memory_admin.tuning.RELEVANCE_FLOOR` — or, for ``relevance="rank"``, all of
+    them, closest first. The one home of the rule, for every backend."""
+    floor = tuning.RELEVANCE_FLOOR
+    if floor is None or relevance == "rank":
+        return list(ranked)
+    return [
+        hit
+        for hit in ranked
+        if hit.keyword_score is not None or (hit.semantic_score is not None and hit.semantic_score >= floor)
+    ]
+
+
 def by_meaning(semantic: Sequence[Candidate]) -> list[Ranked]:
     """A semantic search's order: the closest first, scored by cosine similarity."""
     return [Ranked(c.id, c.score, semantic_score=c.score) for c in semantic]
@@ -232,5 +247,6 @@ __all__ = [
     "closest",
     "document_text",
     "fuse",
+    "relevant",
     "shortlist",
 ]

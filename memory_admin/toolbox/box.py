@@ -45,6 +45,7 @@ from memory_admin.toolbox.tools import (
     DENIAL_MESSAGES,
     LEARNING_CHANGES,
     LEARNINGS_DAYS,
+    MAX_TOOL_ARGUMENT_CHARS,
     TARGET_SCAN_LIMIT,
     TOOL_NAMES,
     TOOL_SOURCE,
@@ -155,6 +156,12 @@ class MemoryToolbox:
         if denial is not None:
             return tool_error("policy_denied", DENIAL_MESSAGES[denial], reason=denial)
         if isinstance(arguments, str):
+            if len(arguments) > MAX_TOOL_ARGUMENT_CHARS:
+                return tool_error(
+                    "too_large",
+                    f"The arguments hold {len(arguments)} characters; a memory tool takes at most "
+                    f"{MAX_TOOL_ARGUMENT_CHARS}. Save one short fact at a time.",
+                )
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except (RecursionError, ValueError) as exc:  # bad JSON, too deep, or a number past int limits

@@ -17,6 +17,7 @@ from memory_admin.records import (
     MAX_TAGS,
     Kind,
     MemoryTarget,
+    payload_chars,
 )
 
 TOOL_SOURCE = "agent-toolbox"
@@ -26,6 +27,11 @@ DEFAULT_RESULT_CHARS = 6000
 MIN_RESULT_CHARS = 1000
 MAX_TOOL_QUERY_CHARS = 1000
 MAX_TOOL_CONTENT_CHARS = 4000
+MAX_TOOL_PAYLOAD_CHARS = 4000
+"""A saved payload, in characters of its compact JSON."""
+MAX_TOOL_ARGUMENT_CHARS = 64_000
+"""A call's arguments as the JSON text a model sends: every argument at its bound fits,
+escaped; anything longer is refused before it is parsed."""
 TARGET_SCAN_LIMIT = 1000
 """A targeted save compares its target with this many of the scope's newest targeted
 records (the store filters on having a target, not on which one)."""
@@ -117,7 +123,9 @@ class SaveArgs(_Args):
         description="Optional proposal of where this learning belongs in your configuration.",
     )
     payload: dict[str, JsonValue] | None = Field(
-        default=None, description="Structured form of an example or awareness target."
+        default=None,
+        description=f"Structured form of an example or awareness target (at most {MAX_TOOL_PAYLOAD_CHARS} "
+        "characters of JSON).",
     )
     corroborates: str | None = Field(
         default=None,
@@ -143,6 +151,13 @@ class SaveArgs(_Args):
         if not isinstance(parsed, dict):
             raise ValueError("payload text must be a JSON object")
         return parsed
+
+    @field_validator("payload")
+    @classmethod
+    def _payload_bounded(cls, value: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
+        if value is not None and payload_chars(value) > MAX_TOOL_PAYLOAD_CHARS:
+            raise ValueError(f"a payload holds at most {MAX_TOOL_PAYLOAD_CHARS} characters of JSON; keep it short")
+        return value
 
 
 class ReadFilters(_Args):

@@ -21,12 +21,15 @@
 
   function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
 
-  // at most about one label per 70 px, evenly spaced, always the first and the last
+  // at most about one label per 95 px (a "05-12 18:00" label is about 80), evenly spaced, always the first and the last
   function thinned(labels, canvas) {
-    var room = Math.max(2, Math.floor((canvas.parentNode.clientWidth || 600) / 70));
+    var room = Math.max(2, Math.floor((canvas.parentNode.clientWidth || 600) / 95));
     var step = Math.max(1, Math.ceil(labels.length / room));
+    var last = labels.length - 1;
     return function (value, index) {
-      return index % step === 0 || index === labels.length - 1 ? labels[index] : "";
+      // the last label always; a thinned one too close to it gives way
+      if (index === last) return labels[index];
+      return index % step === 0 && last - index >= step ? labels[index] : "";
     };
   }
 
@@ -126,7 +129,7 @@
             { label: "characters per recall (mean)", data: data.chars, backgroundColor: pale(data, colors.accent, colors.accentPale), pointStyle: "rect", order: 3 },
             { type: "line", label: "largest block", data: data.max_chars, showLine: false, pointStyle: "rectRot", pointRadius: 5, borderColor: colors.muted, backgroundColor: colors.muted, order: 2 },
             // the budget is a level, not a measurement: drawn across buckets without recalls too
-            { type: "line", label: "budget", data: data.budget, spanGaps: true, borderColor: colors.budget, backgroundColor: colors.budget, borderWidth: 2, borderDash: [8, 4], pointRadius: 0, pointStyle: "line", order: 1 },
+            { type: "line", label: "budget", data: data.budget, spanGaps: true, borderColor: colors.budget, backgroundColor: colors.budget, borderWidth: 2, borderDash: [8, 4], pointRadius: data.labels.length === 1 ? 12 : 0, pointBorderWidth: 3, pointStyle: "line", order: 1 },
             noRecalls(data),
           ],
         },

@@ -11,6 +11,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PASSWORD = "a long test passphrase"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def production_env(var_dir: Path, **extra: str) -> dict[str, str]:
@@ -65,39 +67,45 @@ def serving(
     memory_admin: Sequence[str], env: Mapping[str, str], *extra: str, cwd: Path | None = None
 ) -> Iterator[Server]:
     """``memory-admin serve`` on a free port until the block ends, then SIGTERM; the
-    server's output and exit status are on the yielded object afterwards."""
+    server's output and exit status are on the yielded object afterwards.
+
+    The output goes to files, not pipes: nobody reads a pipe while the server runs, and
+    once an access log fills its buffer (64 KB, some hundreds of requests) every worker
+    blocks writing its next line."""
     port = free_port()
     command = [*memory_admin, "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2", *extra]
-    process = subprocess.Popen(
-        command,
-        env=dict(env),
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    server = Server(f"http://127.0.0.1:{port}", process)
-    try:
-        _wait_until_up(server)
-        yield server
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(
+            command, env=dict(env), cwd=cwd, stdout=out, stderr=err, text=True, start_new_session=True
+        )
+        server = Server(f"http://127.0.0.1:{port}", process)
         try:
-            server.stdout, server.stderr = process.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            server.stdout, server.stderr = process.communicate()
-        server.returncode = process.returncode
+            try:
+                _wait_until_up(server)
+            except AssertionError as exc:
+                out.seek(0)
+                err.seek(0)
+                raise AssertionError(f"{exc}:\n{out.read()}\n{err.read()}") from None
+            yield server
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            server.returncode = process.returncode
+            out.seek(0)
+            err.seek(0)
+            server.stdout, server.stderr = out.read(), err.read()
 
 
 def _wait_until_up(server: Server, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            out, err = server.process.communicate()
-            raise AssertionError(f"serve exited with {server.process.returncode}:\n{out}\n{err}")
+            raise AssertionError(f"serve exited with {server.process.returncode}")
         try:
             with urllib.request.urlopen(f"{server.url}/healthz", timeout=2) as response:
                 if response.status == 200:

@@ -15,15 +15,9 @@ sign-in and sign-out forms reach the provider — and a violation fails the test
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import signal
-import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +26,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.dashboard.conftest import deployment_env, expect
+from tests.dashboard.deployed import runserver
 from tests.dashboard.oidc_provider import CLIENT_ID, CLIENT_SECRET, Provider, running_provider
-from tests.dashboard.server import free_port, production_env, run, serving
+from tests.dashboard.server import production_env, run, serving
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -60,39 +55,6 @@ def sso_env(provider: Provider) -> dict[str, str]:
         "OIDC_PROVIDER_NAME": "Acme SSO",
         "OIDC_RECHECK_SECONDS": str(RECHECK_SECONDS),
     }
-
-
-@contextlib.contextmanager
-def runserver(env: dict[str, str], log: Path) -> Iterator[str]:
-    """``manage.py runserver`` as ``make run`` starts it (scripts/run-demo.sh)."""
-    port = free_port()
-    output = log.open("w")
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-        cwd=ROOT,
-        env=env,
-        stdout=output,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"runserver exited: {log.read_text()}")
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=2):
-                    break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                if time.monotonic() > deadline:
-                    raise AssertionError("runserver did not answer") from None
-                time.sleep(0.2)
-        yield url
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
-        output.close()
 
 
 @pytest.fixture(scope="module", params=["dev", "prod"])
@@ -174,7 +136,7 @@ def test_sign_in_through_the_provider_and_out_again(page: Page, site: Site) -> N
     expect(page.locator(".messages")).to_contain_text("Acme SSO changed your access: viewer added; tenant=acme added.")
     expect(page.locator(".facets h2")).to_contain_text("tenant=acme")
     page.goto("/?scope=tenant%3Dglobex")
-    expect(page.get_by_text("outside the scopes you may see")).to_be_visible()
+    expect(page.locator("#id_scope-error")).to_contain_text("outside the scopes you may see")  # beside the field
 
     # the groups change at the provider; the next sign-in brings them
     page.get_by_role("button", name="Sign out").click()
@@ -205,7 +167,9 @@ def test_failures_are_pages_inside_the_layout(page: Page, site: Site) -> None:
     expect(failure.get_by_role("heading")).to_contain_text("Sign-in was declined")
     assert "/accounts/sso/callback/?" in page.url and "error=access_denied" in page.url
     expect(page.locator("header.topbar .brand")).to_be_visible()
-    # the stylesheet applied: the card is a card, not unstyled text
+    # the stylesheet applied: the card is a card, not unstyled text (once it has loaded: a
+    # heading is visible before a busy server has sent the stylesheet)
+    page.wait_for_load_state("load")
     assert page.locator("section.sso-failure").evaluate("e => getComputedStyle(e).borderRadius") != "0px"
 
     # try again from the failure page; no dashboard role for this person

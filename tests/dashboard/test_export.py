@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterator
 from datetime import timedelta
 from types import SimpleNamespace
@@ -101,6 +102,11 @@ def test_csv_cells_cannot_become_formulas(admin: Client, demo_store: InMemoryMem
     assert {row["author"] for row in rows} == {"'=cmd"}
     for row in rows:
         assert not any(cell.startswith(("=", "+", "-", "@", "\t")) for cell in row.values())
+
+
+@pytest.mark.parametrize("start", ["＝", "＋", "－", "＠", "﹦", "﹢"])
+def test_a_fullwidth_or_small_formula_start_is_neutralised_too(start: str) -> None:
+    assert neutralise(f'{start}HYPERLINK("http://evil")') == f'\'{start}HYPERLINK("http://evil")'
 
 
 def test_neutralise_leaves_ordinary_text_alone() -> None:
@@ -213,3 +219,39 @@ def test_exports_are_coalesced_per_user_scope_and_minute(
     export(admin, scope="tenant=acme")
     assert AuditEntry.objects.filter(action="export").count() == 4
     assert AuditEntry.objects.get(pk=entry.pk).counts["exports"] == 6
+
+
+def test_the_csv_columns_are_the_documented_ones_supports_included() -> None:
+    from pathlib import Path
+
+    from memory_admin.dashboard.formats import CSV_COLUMNS
+    from memory_admin.records import Provenance
+
+    documented = Path(__file__).resolve().parents[2].joinpath("docs", "dashboard.md").read_text()
+    table = documented[documented.index("| column | holds |") :].split("\n\n")[0]
+    named = [name for row in table.splitlines()[2:] for name in re.findall(r"`(\w+)`", row.split("|")[1])]
+    assert sorted(named) == sorted(name for name, _ in CSV_COLUMNS)
+    record = MemoryRecord.model_validate(
+        {
+            **_record_fields(),
+            "supports": [Provenance(source="chat", conversation_id="c-9"), Provenance(author="ravi")],
+        }
+    )
+    cell = dict(zip([name for name, _ in CSV_COLUMNS], csv_row(record), strict=True))["supports"]
+    assert json.loads(cell) == [{"source": "chat", "conversation_id": "c-9"}, {"author": "ravi"}]
+
+
+def _record_fields() -> dict[str, object]:
+    from datetime import UTC, datetime
+
+    now = datetime(2026, 1, 5, tzinfo=UTC)
+    return {
+        "id": "mem_1",
+        "scope": {"tenant": "acme"},
+        "kind": "fact",
+        "content": "Corroborated twice.",
+        "provenance": {"source": "chat"},
+        "created_at": now,
+        "updated_at": now,
+        "observed_at": now,
+    }

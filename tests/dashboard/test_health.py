@@ -40,7 +40,8 @@ def test_demo_findings(officer: Client, demo_store: InMemoryMemoryStore) -> None
     acme = officer.get(health_url("tenant=acme")).content.decode()
     assert "<code><bdi>diet</bdi></code> in <code>tenant=acme,user=mei</code> — across kinds" in acme
     assert 'Expired, not yet swept <span class="count">3</span>' in acme and "Sweep 3 expired records" in acme
-    assert "<code>tenant=acme,user=dana</code>: " in acme and "deferred on every recall" in acme
+    assert "<code>tenant=acme,user=dana</code>: " in acme and "do not fit the profile slice" in acme
+    assert "deferred on every recall" not in acme, "a message that matches them brings them in"
     unused = acme[acme.index('id="h-unused"') : acme.index('id="h-profile"')]
     # the window is said, and the demo's marker — written after the last recall — is too new to judge
     assert "Window checked:" in unused and "too new to judge" in unused
@@ -90,6 +91,23 @@ def test_actions_follow_the_role(client_for: MakeClient, demo_store: InMemoryMem
     curator = client_for("curator", "tenant=acme").get(health_url("tenant=acme")).content.decode()
     assert "Sweep 3" not in viewer and "invalidate…" not in viewer and "A privacy officer can sweep them" in viewer
     assert "Sweep 3" not in curator and "invalidate…" in curator
+
+
+def test_a_sweep_takes_the_swept_records_words_out_of_every_reason(
+    client_for: MakeClient, demo_store: InMemoryMemoryStore
+) -> None:
+    expired = find(demo_store, "tenant=acme,user=mei", "covering Ravi's code reviews")
+    demo_store.write(
+        [{"scope": {"tenant": "acme"}, "kind": "fact", "content": "Lunch is at noon.", "provenance": {"source": "t"}}]
+    )
+    curator = client_for("curator", "tenant=acme")
+    lunch = find(demo_store, "tenant=acme", "Lunch is at noon")
+    said = "Mei covers reviews now"  # another record's entry naming what the expired one said
+    assert curator.post(reverse("dashboard:invalidate_run", args=[lunch.id]), {"reason": said}).status_code == 303
+    officer = client_for("privacy-officer", "tenant=acme")
+    assert officer.post(reverse("dashboard:sweep"), {"scope": "tenant=acme"}).status_code == 303
+    assert demo_store.get(expired.id) is None
+    assert AuditEntry.objects.get(action="invalidate").reason == "[forgotten] covers [forgotten] now"
 
 
 def test_sweep_deletes_only_expired_records_under_the_scope(officer: Client, demo_store: InMemoryMemoryStore) -> None:

@@ -328,3 +328,21 @@ def test_replay_now_diffs_today_against_the_event_and_logs_nothing(
     fragment = admin.get(url + "?replay=1", **HTMX).content.decode()
     assert fragment.lstrip().startswith('<section id="replay"') and "<html" not in fragment
     assert admin.get(url + "?replay=1&bogus=2").status_code == 400
+
+
+def test_the_inspector_never_gives_a_common_word_as_the_reason(admin: Client) -> None:
+    html = admin.get(
+        preview_url(scope="tenant=acme,user=dana", message="What should I order for the team dinner?")
+    ).content.decode()
+    reasons = re.findall(r'<td class="why".*?</td>', html, flags=re.S)
+    assert any('matched <code class="word">' in cell for cell in reasons)  # real words are listed...
+    assert not any(re.search(r'class="word">(the|what|for|i)<', cell) for cell in reasons)  # ...never these
+    assert "common word" in html
+    assert "by keyword relevance" not in html  # hits come by words and, in a store that embeds, meaning
+
+
+def test_common_words_are_said_apart() -> None:
+    from memory_admin.reports.recall_entries import Rank
+
+    rank = Rank(tier="hits", words=("the", "dinner"), weights=(("the", 0.01), ("dinner", 2.5)))
+    assert rank.weighed_words == (("dinner", 2.5),) and rank.common_words == ("the",)

@@ -274,14 +274,14 @@ def test_scope_counts_and_profile_overflow(admin: Client, demo_store: InMemoryMe
     html = body(admin.get(scope_url("tenant=acme,user=dana")))
     assert f'<th scope="row">Total</th><td>{counts.total}</td>' in html
     assert f'<th scope="row">Expired</th><td>{counts.expired}</td>' in html
-    assert "Overflows:" in html and "deferred" in html
+    assert "do not fit the profile slice" in html and "unless its message matches them" in html
     assert "Most recent writes" in html
 
 
 def test_scope_profile_fits(admin: Client) -> None:
     html = body(admin.get(scope_url("tenant=acme,user=ravi")))
     assert "Fits: every profile record enters the recall block" in html
-    assert "Overflows:" not in html
+    assert "do not fit the profile slice" not in html
 
 
 def test_scope_page_without_scope_lists_choices(admin: Client) -> None:
@@ -328,3 +328,10 @@ def test_browse_as_of_links_records_at_the_same_moment(admin: Client, demo_store
     moment = (decaf.created_at + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M")
     html = body(admin.get(browse_url(scope="tenant=acme,user=dana", key="drink", as_of=moment)))
     assert f'href="/records/{decaf.id}/?as_of={moment}"' in html
+
+
+def test_an_erased_scope_says_so_once(officer: Client, demo_store: InMemoryMemoryStore) -> None:
+    demo_store.erase({"tenant": "acme", "user": "mei"})
+    html = body(officer.get(browse_url(scope="tenant=acme,user=mei")))
+    assert html.count('class="empty"') == 1 and 'id="nothing-stored"' in html
+    assert "No records match" not in html and "Scopes within" not in html

@@ -15,6 +15,7 @@ from tests.support.optional import needs_extra
 
 pytest.importorskip("numpy", reason=needs_extra("semantic"))
 
+from memory_admin import tuning
 from memory_admin.conformance.base import U1, contents, rec
 from memory_admin.embed import HashingEmbedder, OnnxEmbedder
 from memory_admin.errors import CapabilityError, MemoryEmbedderMismatchError
@@ -47,22 +48,38 @@ def semantic_store(store_url: str, embedder: OnnxEmbedder) -> Iterator[BaseMemor
     store.close()
 
 
-def test_a_question_finds_the_answer_that_shares_no_word(semantic_store: BaseMemoryStore) -> None:
+def test_a_question_finds_the_answer_that_shares_no_word(
+    semantic_store: BaseMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert _question(semantic_store, "Where does Dana work?", "keyword") != [FACTS[0]]
     assert _question(semantic_store, "Where does Dana work?", "semantic") == [FACTS[0]]
     assert _question(semantic_store, "Where does Dana work?") == [FACTS[0]], "hybrid is the default"
     assert _question(semantic_store, "food allergies at home") == [FACTS[1]]
+    # a loose paraphrase (cosine 0.12 from the scope's centre) is below the relevance floor...
+    assert _question(semantic_store, "company retreat location") == []
+    monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", None)  # ...and the closest record without it
     assert _question(semantic_store, "company retreat location") == [FACTS[2]]
 
 
 def test_hybrid_hits_say_where_their_score_came_from(semantic_store: BaseMemoryStore) -> None:
     hits = semantic_store.search({"scope": U1, "query": "aisle seats", "limit": 4})
-    assert hits[0].record.content == FACTS[3]
+    assert contents(hits) == [FACTS[3]], "the rest share no word and are not close in meaning: no match"
     assert hits[0].keyword_score is not None and hits[0].keyword_score > 0
     assert hits[0].semantic_score is not None and hits[0].semantic_score > 0.5
-    unmatched = [hit for hit in hits if hit.keyword_score is None]
-    assert unmatched and all(hit.semantic_score is not None for hit in unmatched)
+    floor = tuning.RELEVANCE_FLOOR
+    assert floor is not None
+    hits = semantic_store.search({"scope": U1, "query": "food allergies at home", "limit": 4})
+    assert contents(hits)[0] == FACTS[1] and all(hit.keyword_score is None for hit in hits)
+    assert all(hit.semantic_score is not None and hit.semantic_score >= floor for hit in hits)
     assert [hit.score for hit in hits] == sorted((hit.score or 0.0 for hit in hits), reverse=True)
+
+
+def test_a_search_by_meaning_stops_at_the_relevance_floor(semantic_store: BaseMemoryStore) -> None:
+    everything = semantic_store.search({"scope": U1, "query": "what does dana drink", "mode": "semantic"})
+    floor = tuning.RELEVANCE_FLOOR
+    assert floor is not None
+    assert all(hit.semantic_score is not None and hit.semantic_score >= floor for hit in everything)
+    assert len(everything) < len(FACTS), "not the whole scope, ranked"
 
 
 def test_require_memory_names_the_embedder_a_keyword_store_lacks(store_url: str, embedder: OnnxEmbedder) -> None:

@@ -6,12 +6,14 @@ Entries never hold memory content."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -30,7 +32,15 @@ from memory_admin.dashboard.formats import csv_table, json_lines
 from memory_admin.dashboard.forms import AuditLogForm
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Ability, Access, AmbiguousScope, NotVisible, access_for
-from memory_admin.dashboard.views.common import HtmxHttpRequest, form_problems, query_page, render_region
+from memory_admin.dashboard.views.common import (
+    RECEIPT_COOKIE,
+    HtmxHttpRequest,
+    form_problems,
+    kept_once,
+    query_page,
+    render_region,
+    spend_once,
+)
 from memory_admin.dashboard.views.export import counted, download
 from memory_admin.scope import Scope, format_scope
 
@@ -49,13 +59,24 @@ EXPORTS: dict[str, tuple[str, Callable[[Iterable[AuditEntry]], Iterator[str]]]] 
 }
 
 
+def _require_audit(access: Access) -> None:
+    """The audit log is for curators and up; a refusal says so (not what curating is)."""
+    if not access.can(Ability.CURATE):
+        raise PermissionDenied("Your role does not allow this: the audit log is open to curators and higher roles.")
+
+
 @require_GET
 def audit_log(request: HtmxHttpRequest) -> HttpResponse:
-    access_for(request).require(Ability.CURATE)
+    _require_audit(access_for(request))
     return query_page(request, AuditLogForm(request.GET), LOG, "log", _log_context)
 
 
 def _log_context(access: Access, form: AuditLogForm) -> dict[str, Any]:
+    if form.cleaned_data["scope"] is not None:
+        # outside every grant: NotVisible, a 404 as the export's; one that spans several
+        # grants is fine here, the log shows what each one covers
+        with contextlib.suppress(AmbiguousScope):
+            access.resolve(form.cleaned_data["scope"])
     entries, older = entries_for(
         access,
         entries=form.narrow(AuditEntry.objects.all()),
@@ -94,7 +115,7 @@ def audit_export(request: HtmxHttpRequest, fmt: str) -> HttpResponse | Streaming
     newest; the download is itself an audit entry (coalesced per minute, as memory
     exports are)."""
     access = access_for(request)
-    access.require(Ability.CURATE)
+    _require_audit(access)
     form = AuditLogForm(request.GET)
     if not form.is_valid():
         problems = form_problems(form)
@@ -137,8 +158,11 @@ def _filename(scope: Scope | None, fmt: str) -> str:
 @require_GET
 def audit_entry(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
     access = access_for(request)
-    access.require(Ability.CURATE)
+    _require_audit(access)
     entry = visible_entry(access, entry_id)
     if entry is None:
         raise NotVisible(f"Audit entry {entry_id}")
-    return render_region(request, ENTRY, "entry", {"access": access, "entry": entry})
+    kept = kept_once(request, RECEIPT_COOKIE)  # right after an erasure: the reason as its officer typed it
+    typed = kept["reason"] if kept is not None and kept.get("entry") == str(entry.pk) else None
+    context = {"access": access, "entry": entry, "typed_reason": typed if typed != entry.reason else None}
+    return spend_once(request, render_region(request, ENTRY, "entry", context), RECEIPT_COOKIE)

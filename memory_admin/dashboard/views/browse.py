@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.http import HttpResponse, QueryDict
@@ -18,6 +18,10 @@ from memory_admin.scope import TENANT_KEY, Scope, format_scope
 from memory_admin.store import ScopeFacet
 
 TEMPLATE = "dashboard/browse.html"
+KEYWORD_ONLY = (
+    "This memory store searches by words only: it has no embedder, so it cannot search by meaning. "
+    "The results below match words. An operator can add one (MEMORY_EMBEDDER=default, then memory-admin embed)."
+)
 FACET_VALUES = 20
 
 
@@ -40,18 +44,21 @@ class Facet:
 
 @require_GET
 def browse(request: HtmxHttpRequest) -> HttpResponse:
-    return query_page(request, BrowseForm(request.GET), TEMPLATE, "browse", browse_context)
+    semantic = admin_store().capabilities().search != "keyword"
+    return query_page(
+        request, BrowseForm(request.GET), TEMPLATE, "browse", browse_context, always={"semantic": semantic}
+    )
 
 
 def browse_context(access: Access, form: BrowseForm) -> dict[str, Any]:
     """Everything the browser shows for the form's filters, confined to ``access``."""
     store = admin_store()
     filters = form.filters()
-    context: dict[str, Any] = {
-        "access": access,
-        "filters": filters,
-        "semantic": store.capabilities().search != "keyword",
-    }
+    if filters.mode not in (None, "keyword") and store.capabilities().search == "keyword":
+        # said beside the "By" field; the listing below searches by words
+        form.add_error("mode", KEYWORD_ONLY)
+        filters = replace(filters, mode=None)
+    context: dict[str, Any] = {"access": access, "filters": filters}
     resolution = resolve_scope(store, access, filters.scope)
     context.update(scope_context(resolution))
     if isinstance(resolution, PickScope):

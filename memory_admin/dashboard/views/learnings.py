@@ -46,6 +46,7 @@ from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Access, NotVisible, access_for
 from memory_admin.dashboard.scope_resolver import PickScope, resolve_scope, scope_context
 from memory_admin.dashboard.views.common import (
+    RETRY_COOKIE,
     HtmxHttpRequest,
     audit_link,
     form_problems,
@@ -56,6 +57,7 @@ from memory_admin.dashboard.views.common import (
     retry_later,
     review_store,
     see_other,
+    spend_once,
 )
 from memory_admin.dashboard.views.export import counted, download, export_scope
 from memory_admin.errors import MemoryConflictError, MemoryValidationError
@@ -91,9 +93,10 @@ WEEK = timedelta(days=7)
 def inbox(request: HtmxHttpRequest) -> HttpResponse:
     refused = retry_data(request, "inbox")  # a refused bulk decision, redirected here
     if refused is not None:
-        refused.setlist("record", _kept(refused, "record").split())  # kept joined: see _keep_list
+        refused.setlist("record", _kept(refused, "record").split())  # kept joined: see _inbox_refused
     form = InboxForm(request.GET)
-    return query_page(request, form, INBOX, "inbox", lambda access, form: inbox_context(access, form, refused))
+    page = query_page(request, form, INBOX, "inbox", lambda access, form: inbox_context(access, form, refused))
+    return spend_once(request, page, RETRY_COOKIE)
 
 
 def inbox_context(access: Access, form: InboxForm, refused: QueryDict | None = None) -> dict[str, Any]:
@@ -197,9 +200,8 @@ def _inbox_refused(
     kept["moved"] = moved
     if not request.htmx:
         fields = ("decision", "reason", "seen_at", "record", "message", "moved", *(f"pin-{r}" for r in form.records))
-        retry_later(request, "inbox", kept, fields)
-        _keep_list(request, "inbox", kept, "record")
-        return see_other(back)
+        kept["record"] = " ".join(request.POST.getlist("record"))  # one value a field: joined
+        return retry_later(see_other(back), "inbox", kept, fields)
     return _inbox_region(request, back, refused=kept, status=status)
 
 
@@ -225,13 +227,6 @@ def _kept(data: QueryDict, name: str) -> str:
     return str(data.get(name) or "")
 
 
-def _keep_list(request: HtmxHttpRequest, key: str, data: QueryDict, name: str) -> None:
-    """retry_later keeps one value a field; the ticked learnings are a list (joined)."""
-    kept = request.session[f"retry:{key}"]
-    kept[name] = " ".join(data.getlist(name))
-    request.session[f"retry:{key}"] = kept
-
-
 # --- one learning -------------------------------------------------------------------------------
 
 
@@ -254,7 +249,7 @@ def learning(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     moved = _moved(store, access, record_id, form.cleaned_data.get("pin"), form.cleaned_data.get("seen_at"))
     status = 409 if kept.get("moved") else 400
     context = learning_context(store, access, review, form=form, moved=moved if status == 409 else None)
-    return render_region(request, LEARNING, "learning", context, status=status)
+    return spend_once(request, render_region(request, LEARNING, "learning", context, status=status), RETRY_COOKIE)
 
 
 def _kept_decision(kept: QueryDict, review: CandidateReview) -> DecisionForm:
@@ -358,9 +353,8 @@ def _refused(
         kept["moved"] = "1" if status == 409 else ""
         key = "rollback" if decision == "rollback" else "learning"
         fields = ("decision", "reason", "pin", "seen_at", "other", "other_pin", "next", "message", "moved")
-        retry_later(request, f"{key}:{record_id}", kept, fields)
         page = "dashboard:learning_rollback" if decision == "rollback" else "dashboard:learning"
-        return see_other(reverse(page, args=[record_id]))
+        return retry_later(see_other(reverse(page, args=[record_id])), f"{key}:{record_id}", kept, fields)
     moved = None
     if status == 409:
         moved = _moved(store, access, record_id, form.cleaned_data.get("pin"), form.cleaned_data.get("seen_at"))
@@ -425,7 +419,8 @@ def edit(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
             form.add_error(None, _kept(kept, "message"))
         moved = _moved(store, access, record_id, form.cleaned_data.get("pin"), form.cleaned_data.get("seen_at"))
         status = 409 if kept.get("moved") else 400
-        return _edit_page(request, access, review, form, moved=moved if status == 409 else None, status=status)
+        page = _edit_page(request, access, review, form, moved=moved if status == 409 else None, status=status)
+        return spend_once(request, page, RETRY_COOKIE)
     initial = {"content": review.record.content, "payload": json.dumps(review.record.payload or {}, indent=2)}
     form = _edit_form(store, review, initial=initial)
     return _edit_page(request, access, review, form)
@@ -491,8 +486,8 @@ def edit_run(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
         kept["message"] = " ".join(str(e) for e in form.non_field_errors())
         kept["moved"] = "1" if status == 409 else ""
         fields = ("content", "payload", "reason", "pin", "seen_at", "message", "moved")
-        retry_later(request, f"edit:{record_id}", kept, fields)
-        return see_other(reverse("dashboard:learning_edit", args=[record_id]))
+        page = see_other(reverse("dashboard:learning_edit", args=[record_id]))
+        return retry_later(page, f"edit:{record_id}", kept, fields)
     moved = None
     if status == 409:
         moved = _moved(store, access, record_id, form.cleaned_data.get("pin"), form.cleaned_data.get("seen_at"))
@@ -523,7 +518,7 @@ def rollback(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
         "moved": moved,
         "next": local_path(asked_next, request.get_host()) or "",
     }
-    return render_region(request, ROLLBACK, "rollback", context, status=status)
+    return spend_once(request, render_region(request, ROLLBACK, "rollback", context, status=status), RETRY_COOKIE)
 
 
 # --- gardening proposals ------------------------------------------------------------------------

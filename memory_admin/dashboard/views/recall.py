@@ -75,7 +75,7 @@ def recall_context(access: Access, form: RecallForm) -> dict[str, Any]:
         "complete": scan.complete,
         "table": table,
         "older": older,
-        "presets": [(name, _with(params, since=(now - span).strftime("%Y-%m-%dT%H:%M"))) for name, span in PRESETS],
+        "presets": [(name, _with(params, since=(now - span).strftime("%Y-%m-%d %H:%M"))) for name, span in PRESETS],
         "all_time": _with(params, since=None),
         "small_sample": SMALL_SAMPLE,
     }

@@ -9,10 +9,9 @@ from typing import Any
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
-from memory_admin.dashboard.errors import ErrorPage, render_error
 from memory_admin.dashboard.forms import RecordForm
 from memory_admin.dashboard.permissions import Ability, Access, access_for
-from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, form_problems, render_region
+from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, render_region
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.reports.timeline import build_timeline
 from memory_admin.scope import format_scope
@@ -28,8 +27,9 @@ def record_detail(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     record = access.visible_record(store.get(record_id), record_id)
     form = RecordForm(request.GET)
     if not form.is_valid():
-        problems = form_problems(form)
-        return render_error(request, ErrorPage(400, "That request is not valid", problems, "Fix the as-of time."))
+        # the record as it is now, the as-of field saying what is wrong with the moment typed
+        context = record_context(store, access, record, form=form)
+        return render_region(request, TEMPLATE, "record", context, status=400)
     context = record_context(store, access, record, as_of=form.cleaned_data["as_of"], form=form)
     return render_region(request, TEMPLATE, "timeline", context)
 
@@ -56,4 +56,7 @@ def record_context(
         "can_curate": access.can(Ability.CURATE),
         "can_forget": access.can(Ability.FORGET),
         "correctable": record.is_live(utc_now()),
+        # a deleted predecessor leaves only its id in the chain: no link to a 404
+        "supersedes_gone": record.supersedes is not None
+        and all(v.id != record.supersedes or v.tombstone for v in timeline),
     }

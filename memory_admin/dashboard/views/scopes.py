@@ -11,7 +11,7 @@ from memory_admin.dashboard.forms import ScopeForm
 from memory_admin.dashboard.permissions import Access
 from memory_admin.dashboard.scope_resolver import PickScope, resolve_scope, scope_context
 from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, query_page
-from memory_admin.reports.profile_slice import profile_slice
+from memory_admin.reports.profile_slice import profile_slice, truncation
 from memory_admin.store import RecordListQuery
 
 TEMPLATE = "dashboard/scope.html"
@@ -46,6 +46,10 @@ def summary_context(access: Access, form: ScopeForm) -> dict[str, Any]:
     return {
         **context,
         "counts": store.count_records(scope),
-        "profile": profile_slice([hit.record for hit in profiles if access.allows(hit.record.scope)]),
+        "truncation": truncation(
+            store if store.capabilities().events else None,
+            scope,
+            profile_slice([hit.record for hit in profiles if access.allows(hit.record.scope)]),
+        ),
         "recent": [hit.record for hit in recent if access.allows(hit.record.scope)],
     }

@@ -202,7 +202,10 @@ class SignOutView(LogoutView):
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         self.provider_logout = _provider_logout_url(request)
-        return super().post(request, *args, **kwargs)
+        response = super().post(request, *args, **kwargs)
+        # the sign-in page says why it is there (a cookie message: the session is gone)
+        messages.info(request, "You are signed out. Sign in again to continue.")
+        return response
 
     def get_success_url(self) -> str:
         return self.provider_logout or super().get_success_url()
