@@ -3,10 +3,12 @@
     python -m bench.dashboard --records 1000000 [--out docs/benchmarks/dashboard.md]
 
 Builds (or reuses) a SQLite memory file of ``--records`` synthetic records
-(:mod:`bench.corpus`) plus 10-deep supersede chains, then requests each
-page through Django's test client — the whole server path: middleware, session and
-grant lookup, form parsing, store calls, template rendering — and reports percentiles
-against the targets of the dashboard issue. The file is kept for the next run.
+(:mod:`bench.corpus`) plus 10-deep supersede chains and an agent's learnings (10,000
+candidates in every state of the review and 1,000 promoted records under one registered
+composition), then requests each page through Django's test client — the whole server
+path: middleware, session and grant lookup, form parsing, store calls, template
+rendering — and reports percentiles against the targets of the dashboard issue and of
+the review pages. The file is kept for the next run.
 """
 
 from __future__ import annotations
@@ -22,12 +24,15 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 from bench.corpus import Corpus
 from bench.measure import command, ingest, timed, write_report
+from memory_admin.composition import AgentComposition
+from memory_admin.promotion import Decision, PromotionState, TierName
 from memory_admin.store import MemoryStore, SqliteMemoryStore
 from memory_admin.store import sqlite as sqlite_store
 
@@ -41,6 +46,15 @@ TARGETS_MS: dict[str, tuple[str, float | None]] = {
     "facets_all_tenants": ("p95", 300.0),
     "scope_summary": ("p95", None),  # no target in the issue: reported, not judged
     "record_10_deep_chain": ("p95", 50.0),
+    "learnings_inbox": ("p95", 100.0),
+    "learnings_waiting": ("p95", 100.0),
+    "learnings_next_page": ("p95", 100.0),
+    "learning_detail": ("p95", 100.0),
+    "compositions": ("p95", 100.0),
+    "composition": ("p95", 100.0),
+    "composition_as_of": ("p95", 100.0),
+    "composition_diff": ("p95", 100.0),
+    "learned": ("p95", 100.0),
 }
 CHAINS = 50
 CHAIN_DEPTH = 10
@@ -77,6 +91,131 @@ def build_chains(store: MemoryStore, *, count: int = CHAINS, depth: int = CHAIN_
     return ids
 
 
+# --- an agent's learnings ------------------------------------------------------------------
+
+LEARNING_CANDIDATES = 10_000
+LEARNING_PROMOTED = 1_000
+DOMAINS = ("triage", "billing", "refunds", "deploys", "access")
+LEARNING_COMPOSITION = AgentComposition.model_validate(
+    {
+        "name": "bench-support",
+        "persona": "You are the benchmark tenant's support agent.",
+        "mission": "Answer from what you know; say what you do not.",
+        "background": {"conventions": {"tone": "Short answers first, details after."}},
+        "judgments": [
+            {"domain": domain, "heuristics": [f"Read the whole {domain} thread first."]} for domain in DOMAINS
+        ],
+        "recovery": ["When a tool fails twice, hand over to a person."],
+    }
+)
+CANDIDATE_STATES: tuple[tuple[PromotionState, TierName, str], ...] = (
+    ("held", "earned", "heuristics"),
+    ("held", "earned", "heuristics"),
+    ("held", "earned", "heuristics"),
+    ("pending_review", "guarded", "constraints"),
+    ("pending_review", "guarded", "escalation_triggers"),
+    ("conflict", "guarded", "constraints"),
+    ("candidate", "earned", "heuristics"),
+    ("held", "earned", "heuristics"),
+    ("candidate", "guarded", "constraints"),
+    ("held", "earned", "heuristics"),
+)
+"""The states the candidates are left in, round robin: most held for recurrence, a fifth
+waiting for a person, some in conflict, some the gate chain has not seen yet."""
+
+
+def learning_scope(corpus: Corpus) -> dict[str, str]:
+    """The agent whose learnings the review pages show: the support agent of the first
+    tenant (a tenant of about 100,000 records)."""
+    return {"tenant": corpus.tenant(random.Random(11)), "agent": "support"}
+
+
+def build_learnings(store: SqliteMemoryStore, scope: dict[str, str]) -> dict[str, Any]:
+    """:data:`LEARNING_PROMOTED` promoted learnings (background keys, heuristics, recovery
+    steps) and :data:`LEARNING_CANDIDATES` candidates in the states of
+    :data:`CANDIDATE_STATES`, decided as the gate chain would, hours apart; the
+    composition registered for ``scope``."""
+    rng = random.Random(5)
+    corpus = Corpus()
+    store.register_composition(LEARNING_COMPOSITION, scope)
+
+    def learning(n: int, target: dict[str, str]) -> dict[str, Any]:
+        return {
+            "scope": scope,
+            "kind": "episode",
+            "content": corpus.sentence(rng),
+            "provenance": {"source": "bench-agent", "conversation_id": f"c-{n}"},
+            "target": target,
+        }
+
+    sections = ("team_context", "project_context", "conventions", "current_state")
+    promoted_inputs = [
+        learning(n, {"primitive": "background", "section": sections[n % 4], "key": f"fact_{n}"})
+        if n % 3 == 0
+        else learning(n, {"primitive": "judgment", "domain": DOMAINS[n % 5], "slot": "heuristics"})
+        if n % 3 == 1
+        else learning(n, {"primitive": "recovery"})
+        for n in range(LEARNING_PROMOTED)
+    ]
+    candidate_inputs = [
+        learning(
+            LEARNING_PROMOTED + n,
+            {"primitive": "judgment", "domain": DOMAINS[n % 5], "slot": CANDIDATE_STATES[n % 10][2]},
+        )
+        for n in range(LEARNING_CANDIDATES)
+    ]
+    written: list[str] = []
+    ingest(
+        "learnings",
+        lambda batch: written.extend(r.id for r in store.write(batch)),
+        promoted_inputs + candidate_inputs,
+        LEARNING_PROMOTED + LEARNING_CANDIDATES,
+    )
+    promoted, candidates = written[:LEARNING_PROMOTED], written[LEARNING_PROMOTED:]
+
+    def decide(decisions: list[Decision]) -> None:
+        for start in range(0, len(decisions), 1000):
+            outcomes = store.decide(decisions[start : start + 1000])
+            refused = [o.message for o in outcomes if not o.applied]
+            if refused:
+                raise SystemExit(f"a benchmark decision was refused: {refused[0]}")
+
+    tiers: dict[int, TierName] = {0: "auto", 1: "earned", 2: "guarded"}
+    decide(
+        [
+            Decision(
+                record_id=record_id,
+                state="promoted",
+                by="gate" if n % 3 != 2 else "person",
+                actor="gate" if n % 3 != 2 else "lena",
+                tier=tiers[n % 3],
+                reason="bench",
+                composition_version=LEARNING_COMPOSITION.version,
+            )
+            for n, record_id in enumerate(promoted)
+        ]
+    )
+    decide(
+        [
+            Decision(
+                record_id=record_id,
+                state=CANDIDATE_STATES[n % 10][0],
+                by="gate",
+                actor="gate",
+                tier=CANDIDATE_STATES[n % 10][1],
+                reason="bench",
+                evidence={"tier": {"passed": True, "detail": "bench"}},
+                composition_version=LEARNING_COMPOSITION.version,
+            )
+            for n, record_id in enumerate(candidates)
+            if CANDIDATE_STATES[n % 10][0] != "candidate"
+        ]
+    )
+    waiting = [rid for n, rid in enumerate(candidates) if CANDIDATE_STATES[n % 10][0] == "pending_review"]
+    decided = max(t.at for t in store.promotion_history(candidates[-1]) + store.promotion_history(promoted[-1]))
+    return {"scope": scope, "waiting": waiting[:200], "decided_at": decided.isoformat()}
+
+
 def schema_fingerprint() -> str:
     """Changes whenever the SQLite schema does, so a file built by older code is rebuilt."""
     return hashlib.sha256("\n".join(sqlite_store.MIGRATIONS).encode()).hexdigest()[:16]
@@ -89,6 +228,11 @@ def open_or_build(path: Path, records: int) -> tuple[dict[str, Any], float | Non
         manifest: dict[str, Any] = json.loads(manifest_path.read_text())
         if manifest.get("records") == records and manifest.get("schema") == schema_fingerprint():
             sys.stderr.write(f"Reusing {path} ({records:,} records).\n")
+            if "learnings" not in manifest:  # a file built before the review pages: add them
+                with SqliteMemoryStore(path, persist_events=False, synchronous="NORMAL") as store:
+                    manifest["learnings"] = build_learnings(store, learning_scope(Corpus()))
+                    store.optimize()
+                manifest_path.write_text(json.dumps(manifest))
             return manifest, None
     for file in (*sqlite_store.store_files(path), Path(f"{path}.json")):
         file.unlink(missing_ok=True)
@@ -97,12 +241,14 @@ def open_or_build(path: Path, records: int) -> tuple[dict[str, Any], float | Non
     with SqliteMemoryStore(path, persist_events=False, synchronous="NORMAL") as store:
         build_corpus(store, records)
         chain_ids = build_chains(store)
+        learnings = build_learnings(store, learning_scope(Corpus()))
         store.optimize()  # merge the index, checkpoint and truncate the WAL: the file holds everything
     seconds = time.perf_counter() - started
     manifest = {
         "records": records,
         "schema": schema_fingerprint(),
         "chain_ids": chain_ids,
+        "learnings": learnings,
         "build_seconds": round(seconds, 1),
     }
     manifest_path.write_text(json.dumps(manifest))
@@ -160,6 +306,16 @@ def scenarios(
 
         return call
 
+    learnings = manifest["learnings"]
+    agent_text = ",".join(f"{k}={v}" for k, v in sorted(learnings["scope"].items()))
+    tenant_text = f"tenant={learnings['scope']['tenant']}"
+    inbox = "/learnings/?" + urlencode({"scope": tenant_text})
+    first_inbox = get(inbox).content.decode()
+    inbox_cursor = first_inbox.split("after=", 1)[1].split('"', 1)[0].split("&", 1)[0]
+    # a minute after the newest promotion: a replay of the whole promotion history
+    as_of = (datetime.fromisoformat(learnings["decided_at"]) + timedelta(minutes=1)).strftime("%Y-%m-%d %H:%M")
+    waiting: list[str] = learnings["waiting"]
+
     return [
         Scenario(
             "browse_user_scope",
@@ -205,6 +361,52 @@ def scenarios(
             "record_10_deep_chain",
             "`/records/<id>/` of a version in a 10-deep chain",
             pages([f"/records/{i}/" for i in (record_ids * samples)[:samples]]),
+        ),
+        Scenario(
+            "learnings_inbox",
+            "`/learnings/?scope=tenant=…`: counts per state, a page of 25 with evidence, gates, fit and pins",
+            pages([inbox] * samples),
+        ),
+        Scenario(
+            "learnings_waiting",
+            "`/learnings/?scope=tenant=…&state=pending_review`: the learnings waiting for a person",
+            pages(["/learnings/?" + urlencode({"scope": tenant_text, "state": "pending_review"})] * samples),
+        ),
+        Scenario(
+            "learnings_next_page",
+            "`/learnings/?scope=tenant=…&after=<cursor>`: keyset page 2",
+            pages([inbox + "&" + urlencode({"after": inbox_cursor})] * samples),
+        ),
+        Scenario(
+            "learning_detail",
+            "`/learnings/<id>/` of a guarded candidate: evidence, gates, its effect on the prompt (two overlays "
+            "of 1,000 promoted, compared)",
+            pages([f"/learnings/{i}/" for i in (waiting * samples)[:samples]]),
+        ),
+        Scenario(
+            "compositions",
+            "`/compositions/?scope=tenant=…`: the registered compositions",
+            pages(["/compositions/?" + urlencode({"scope": tenant_text})] * samples),
+        ),
+        Scenario(
+            "composition",
+            "`/compositions/prompt/?scope=…`: the composed prompt with 1,000 promoted, overlay and lint reports",
+            pages(["/compositions/prompt/?" + urlencode({"scope": agent_text})] * samples),
+        ),
+        Scenario(
+            "composition_as_of",
+            "`/compositions/prompt/?scope=…&as_of=…`: a replay from the promotion history",
+            pages(["/compositions/prompt/?" + urlencode({"scope": agent_text, "as_of": as_of})] * samples),
+        ),
+        Scenario(
+            "composition_diff",
+            "`/compositions/diff/?scope=…&from_time=…`: the prompt then against now",
+            pages(["/compositions/diff/?" + urlencode({"scope": agent_text, "from_time": as_of})] * samples),
+        ),
+        Scenario(
+            "learned",
+            "`/learned/?scope=tenant=…`: promotions and demotions over time, chart and a page of the table",
+            pages(["/learned/?" + urlencode({"scope": tenant_text})] * samples),
         ),
     ]
 
@@ -262,7 +464,8 @@ def report(results: dict[str, Any], command_line: str) -> str:
         f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
         f"{platform.system()} {platform.machine()}.",
         f"Memory file: {results['records']:,} synthetic records (`bench.corpus`: 10 tenants × 1,000 "
-        f"users, skewed activity) plus {CHAINS} supersede chains {CHAIN_DEPTH} versions deep"
+        f"users, skewed activity) plus {CHAINS} supersede chains {CHAIN_DEPTH} versions deep and an agent's "
+        f"{LEARNING_CANDIDATES:,} candidates and {LEARNING_PROMOTED:,} promoted learnings under one composition"
         + (
             f"; built in {results['build_seconds']:.0f} s."
             if results["build_seconds"]

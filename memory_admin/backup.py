@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_admin.errors import MemoryStoreError, SchemaVersionError
-from memory_admin.store.sqlite import database_files, events_path, terms
+from memory_admin.store.sqlite import database_files, events_path, store_files, terms
 from memory_admin.store.sqlite.schema import EVENT_TABLE, SCHEMA_VERSION, statements
 from memory_admin.tokenize import TERMS_IDENTITY
 
@@ -198,6 +198,12 @@ def restore_sqlite(
     replaced only with ``replace=True``; one that any process has open is never
     touched (:class:`FileInUseError`: stop the agents and the dashboard first)."""
     backup, target = Path(backup), Path(target)
+    if any(_same_file(backup, own) for own in store_files(target)):
+        # it would wait on its own lock for ever, holding the file it reads from
+        raise BackupError(
+            f"{backup} is the memory file itself, or one of its own files; restore from a backup "
+            "(memory-admin backup makes one). Nothing was changed.",
+        )
     check = check_sqlite(backup)
     existed = target.exists()
     orphan_wal = target.with_name(target.name + "-wal")
@@ -255,6 +261,14 @@ def _copy(src: sqlite3.Connection, dst: sqlite3.Connection, progress: Progress |
 
     src.backup(dst, pages=pages_per_step, progress=step)
     return copied[0]
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    """The same file, whatever the path says (a symlink, a hard link, ``..``)."""
+    try:
+        return os.path.samefile(one, other)
+    except OSError:  # one of them does not exist
+        return one.resolve() == other.resolve()
 
 
 def _hold_exclusively(conn: sqlite3.Connection, path: Path) -> None:

@@ -40,6 +40,30 @@ class MemoryValidationError(MemoryStoreError, ValueError):
         super().__init__(message, problems=self.problems)
 
 
+class CompositionError(MemoryValidationError):
+    """An agent composition that does not hold: a file that cannot be read or parsed, or
+    content that breaks the composition's rules. ``path`` names the file (``None`` for a
+    composition given as data), ``line`` and ``column`` the place where the parser gives
+    one, and ``problems`` each broken field's path (``judgments.0.domain``)."""
+
+    code = "composition_error"
+
+    def __init__(
+        self,
+        message: str,
+        problems: Iterable[Mapping[str, Any]] = (),
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        super().__init__(message, problems)
+        self.path = path
+        self.line = line
+        self.column = column
+        self.extras.update(path=path, line=line, column=column)
+
+
 class MemoryScopeError(MemoryStoreError):
     """An operation reached outside the scope it was allowed, or lacked one entirely."""
 

@@ -11,10 +11,11 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_validator
 
-from memory_admin.records import CanonicalScope, UtcDatetime
-from memory_admin.scope import AGENT_KEY, Scope, ScopeMatch, is_subset_match
+from memory_admin.promotion import DecidedBy, DemotionCause
+from memory_admin.records import CanonicalScope, MemoryRecord, UtcDatetime, holds_lone_surrogate
+from memory_admin.scope import AGENT_KEY, MAX_SCOPE_VALUE_CHARS, Scope, ScopeMatch, is_subset_match
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class _Event(BaseModel):
 
     at: UtcDatetime
     scope: Scope
-    agent: str | None = None
+    agent: str | None = Field(default=None, max_length=MAX_SCOPE_VALUE_CHARS)
 
 
 class MemoryWriteEvent(_Event):
@@ -60,7 +61,7 @@ class MemorySearchEvent(_Event):
 
     type: Literal["agent.memory.search"] = "agent.memory.search"
     scope_match: ScopeMatch = "subset"
-    query_preview: str | None = None
+    query_preview: str | None = Field(default=None, max_length=PREVIEW_BYTES)  # bytes bound characters too
     query_clipped: bool = False
     count: int
     limit: int
@@ -76,7 +77,7 @@ class MemoryRecallEvent(_Event):
     """One assembled turn-1 recall block."""
 
     type: Literal["agent.memory.recall"] = "agent.memory.recall"
-    query_preview: str | None = None
+    query_preview: str | None = Field(default=None, max_length=PREVIEW_BYTES)  # bytes bound characters too
     query_clipped: bool = False
     count: int
     chars: int
@@ -132,16 +133,92 @@ class MemoryRecallTurnEvent(_Event):
     """The query preview was removed: a memory this turn found has been forgotten."""
 
 
-AnyEvent = MemoryWriteEvent | MemorySearchEvent | MemoryRecallEvent | MemoryRecallTurnEvent
+class _LearningEvent(_Event):
+    """A record entered or left its agent's composition. Carries the record's content and
+    provenance, clipped like every preview, so "what did you learn this week?" is a
+    query over the log; forgetting the record removes both (``redacted``)."""
+
+    record_id: str
+    target: dict[str, JsonValue] | None = None
+    tier: str | None = None
+    by: DecidedBy
+    actor: str
+    reason: str | None = None
+    content_preview: str | None = None
+    content_clipped: bool = False
+    provenance: dict[str, str] | None = None
+    redacted: bool = False
+    """The content and provenance were removed: the record has been forgotten."""
+
+
+class MemoryPromoteEvent(_LearningEvent):
+    """A record entered the promoted tier: it is part of its agent's composition now."""
+
+    type: Literal["agent.memory.promote"] = "agent.memory.promote"
+    supports: int = 0
+    """Corroborations the record held when it was promoted."""
+    overlay_version: str | None = None
+    """The overlay the promotion was computed against."""
+    composition_version: str | None = None
+
+
+class MemoryDemoteEvent(_LearningEvent):
+    """A record left the promoted tier, and why (``cause``)."""
+
+    type: Literal["agent.memory.demote"] = "agent.memory.demote"
+    cause: DemotionCause
+
+
+class MemoryOverlayEvent(_Event):
+    """One composition of an agent: the heartbeat of the compositional layer. Ids and
+    sizes only, no content."""
+
+    type: Literal["agent.memory.overlay"] = "agent.memory.overlay"
+    composition_version: str
+    version: str
+    """The overlay's content hash."""
+    record_ids: list[str]
+    """The promoted records the overlay admitted."""
+    chars: dict[str, int]
+    """Characters per primitive, authored and learned together."""
+    budgets: dict[str, int] = Field(default_factory=dict)
+    dropped: dict[str, str] = Field(default_factory=dict)
+    """Record id → why the overlay dropped it (an authored collision, a learned conflict)."""
+    spilled: list[str] = Field(default_factory=list)
+    """Records over their primitive's budget: back in the recall tier."""
+    duration_ms: float | None = None
+
+
+AnyEvent = (
+    MemoryWriteEvent
+    | MemorySearchEvent
+    | MemoryRecallEvent
+    | MemoryRecallTurnEvent
+    | MemoryPromoteEvent
+    | MemoryDemoteEvent
+    | MemoryOverlayEvent
+)
 MemoryEvent = Annotated[AnyEvent, Field(discriminator="type")]
 EventSink = Callable[[AnyEvent], object]
-EventType = Literal["agent.memory.write", "agent.memory.search", "agent.memory.recall", "agent.memory.recall_turn"]
+EventType = Literal[
+    "agent.memory.write",
+    "agent.memory.search",
+    "agent.memory.recall",
+    "agent.memory.recall_turn",
+    "agent.memory.promote",
+    "agent.memory.demote",
+    "agent.memory.overlay",
+]
 EVENT_TYPES: tuple[EventType, ...] = (
     "agent.memory.write",
     "agent.memory.search",
     "agent.memory.recall",
     "agent.memory.recall_turn",
+    "agent.memory.promote",
+    "agent.memory.demote",
+    "agent.memory.overlay",
 )
+LEARNING_EVENT_TYPES: tuple[EventType, ...] = ("agent.memory.promote", "agent.memory.demote")
 MAX_EVENT_PAGE = 10_000
 
 _EVENT_ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(MemoryEvent)
@@ -153,11 +230,26 @@ def parse_event(data: str | bytes) -> AnyEvent:
 
 
 def forget_records(event: AnyEvent, forgotten: set[str]) -> AnyEvent | None:
-    """``event`` without the user text that may quote a forgotten record: an event that
-    names one of ``forgotten`` (found it, injected it, deferred it) loses its query
-    preview. ``None`` when there is nothing to change. Record ids stay: they are not
+    """``event`` without the text that may quote a forgotten record: a search or recall
+    event that names one of ``forgotten`` (found it, injected it, deferred it) loses its
+    query preview; a promote or demote event of one loses its content, provenance and
+    reason. ``None`` when there is nothing to change. Record ids stay: they are not
     content, and the chain of what happened stays auditable."""
-    if isinstance(event, MemoryWriteEvent) or event.query_preview is None:
+    if isinstance(event, MemoryWriteEvent | MemoryOverlayEvent):
+        return None
+    if isinstance(event, _LearningEvent):
+        if event.record_id not in forgotten or event.redacted:
+            return None
+        return event.model_copy(
+            update={
+                "content_preview": None,
+                "content_clipped": False,
+                "provenance": None,
+                "reason": None,
+                "redacted": True,
+            }
+        )
+    if event.query_preview is None:
         return None
     named = set(event.record_ids)
     if isinstance(event, MemoryRecallEvent | MemoryRecallTurnEvent):
@@ -178,10 +270,17 @@ class EventQuery(BaseModel):
     since: UtcDatetime | None = None
     until: UtcDatetime | None = None
     scope: CanonicalScope | None = None
-    agent: str | None = None
+    agent: str | None = Field(default=None, max_length=MAX_SCOPE_VALUE_CHARS)
     before_id: int | None = Field(default=None, ge=1, le=2**63 - 1)
     limit: int = Field(default=1000, ge=1, le=MAX_EVENT_PAGE)
     include_previews: bool = False  # recall previews are kept out of the production graphs
+
+    @field_validator("agent")
+    @classmethod
+    def _valid_unicode(cls, value: str | None) -> str | None:
+        if value is not None and holds_lone_surrogate(value):
+            raise ValueError("text holds a lone surrogate (not valid Unicode); send UTF-8 text")
+        return value
 
 
 class StoredEvent(BaseModel):
@@ -230,6 +329,19 @@ def event_matches(event: AnyEvent, query: EventQuery) -> bool:
 
 def agent_of(scope: Scope) -> str | None:
     return scope.get(AGENT_KEY)
+
+
+def learning_fields(record: MemoryRecord) -> dict[str, object]:
+    """What a promote or demote event says of its record: the target, the content
+    (clipped as every preview is) and the provenance."""
+    content, clipped = preview(record.content)
+    return {
+        "record_id": record.id,
+        "target": record.target.model_dump(mode="json") if record.target is not None else None,
+        "content_preview": content,
+        "content_clipped": clipped,
+        "provenance": record.provenance.model_dump(mode="json", exclude_none=True),
+    }
 
 
 def deliver(sinks: Iterable[EventSink], event: AnyEvent) -> None:

@@ -1,4 +1,4 @@
-"""An MCP server over stdio exposing the five memory tools for one bound scope.
+"""An MCP server over stdio exposing the six memory tools for one bound scope.
 
 Start it with the scope the host derives for the user (the model never chooses it)::
 

@@ -22,7 +22,8 @@ section headings and truncation marker. Entries are whole records, placed first-
 within each tier: an entry that does not fit is *deferred* (listed in the report with
 its reason) and a shorter one after it may still go in. Whenever anything is deferred
 the block says so in a marker line; truncation is never silent. Invalidated and
-expired records never appear (the store's search excludes them); the agent convention
+expired records never appear (the store's search excludes them), nor do records promoted
+into the agent's composition (``include_promoted`` brings them back); the agent convention
 is applied inside the store query, so a tier is never short because another agent's
 records took its places; no record appears twice.
 
@@ -48,8 +49,16 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_admin.errors import MemoryValidationError
 from memory_admin.events import EventSink, MemoryRecallEvent, agent_of, deliver, preview
-from memory_admin.records import MemoryHit, MemoryRecord, MemorySearchQuery, parse_model, utc_now
+from memory_admin.records import (
+    MemoryHit,
+    MemoryRecord,
+    MemorySearchQuery,
+    holds_lone_surrogate,
+    parse_model,
+    utc_now,
+)
 from memory_admin.scope import Scope, ScopeMatch, canonical_scope, read_view
 from memory_admin.steps import Steps, arun_steps, run_steps
 from memory_admin.store.protocol import EventLogStore, MemoryStore
@@ -132,6 +141,9 @@ class RecallOptions(_Frozen):
     conversation_id: str | None = Field(None, min_length=1, max_length=200)
     """The conversation this block opens: its event carries it, and so do its later
     turns' (:mod:`memory_admin.recall_turns`), so the dashboard shows them together."""
+    include_promoted: bool = False
+    """Also records promoted into the agent's composition (by default they stay out: the
+    composition carries them, :func:`~memory_admin.learning.compose`)."""
 
 
 class RecallArgs(TypedDict, total=False):
@@ -146,6 +158,7 @@ class RecallArgs(TypedDict, total=False):
     show_ids: bool
     preview_run: bool
     conversation_id: str | None
+    include_promoted: bool
 
 
 class RecallReport(_Frozen):
@@ -320,12 +333,14 @@ class _Plan:
         self.profile_chars = profile_slice_chars(opts.budget_chars, opts.profile_budget_ratio)
         self.pin_candidates = opts.pin_candidates
         self.max_hits = opts.max_hits
-        self.raw_query = query
+        self.raw_query = query = _message(query)
         clipped, self.query_clipped = clip_query(query) if query is not None else ("", False)
         self.query_terms = frozenset(unique_tokens(clipped))
         self.query = clipped if self.query_terms else None
         capabilities = store.capabilities()
         self.max_limit = capabilities.max_limit
+        # promoted records are part of the agent's composition: not quoted at it again
+        self.promoted: bool | None = False if capabilities.promotion and not opts.include_promoted else None
         self.by_meaning = capabilities.search != "keyword"
         """Hits come by meaning too (a store with an embedder): any record may be one."""
         self.show_ids = show_ids = opts.show_ids
@@ -354,15 +369,30 @@ class _Plan:
         return profile
 
     def search(self, limit: int, **filters: object) -> MemorySearchQuery:
-        return MemorySearchQuery.model_validate(
+        return parse_model(
+            MemorySearchQuery,
             {
                 "scope": self.view,
                 "scope_match": self.scope_match,
                 "agent": self.agent,
                 "limit": max(0, min(limit, self.max_limit)),
+                "promoted": self.promoted,
                 **filters,
-            }
+            },
+            what="recall search",
         )
+
+
+def _message(query: object) -> str | None:
+    """The first user message as recall takes it: text that is valid Unicode, or ``None``."""
+    if query is None:
+        return None
+    if isinstance(query, str) and not holds_lone_surrogate(query):
+        return query
+    raise MemoryValidationError(
+        "The message to recall for is text (valid Unicode: no lone surrogates) or None.",
+        [{"loc": "query", "msg": "expected valid Unicode text"}],
+    )
 
 
 class _Layout:

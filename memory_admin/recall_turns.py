@@ -87,6 +87,9 @@ class TurnRecallOptions(_Frozen):
     scope_match: ScopeMatch = "visible"
     show_ids: bool = True
     conversation_id: str | None = Field(None, min_length=1, max_length=200)
+    include_promoted: bool = False
+    """Also records promoted into the agent's composition (by default they stay out, as
+    in turn 1's block: the composition carries them)."""
 
 
 class TurnRecallArgs(TypedDict, total=False):
@@ -98,6 +101,7 @@ class TurnRecallArgs(TypedDict, total=False):
     scope_match: ScopeMatch
     show_ids: bool
     conversation_id: str | None
+    include_promoted: bool
 
 
 class TurnRecallReport(_Frozen):
@@ -157,7 +161,9 @@ class _TurnPlan:
         self.message = message
         clipped, self.query_clipped = clip_query(message)
         self.query = clipped if unique_tokens(clipped) else None
-        self.max_limit = store.capabilities().max_limit
+        capabilities = store.capabilities()
+        self.max_limit = capabilities.max_limit
+        self.promoted = False if capabilities.promotion and not opts.include_promoted else None
         self.header = TURN_HEADER.format(
             ids=", each with the date it was saved, its kind and its id" if opts.show_ids else ""
         )
@@ -172,6 +178,7 @@ class _TurnPlan:
                 "agent": self.options.agent,
                 "query": self.query,
                 "limit": limit,
+                "promoted": self.promoted,
             }
         )
 
@@ -334,6 +341,7 @@ class RecallConversation:
             "scope_match": options.get("scope_match", "visible"),
             "show_ids": options.get("show_ids", True),
             "conversation_id": options.get("conversation_id"),
+            "include_promoted": options.get("include_promoted", False),
         }
         self.turn = 0
         self._injected: dict[str, None] = {}

@@ -7,6 +7,7 @@ never rows or dicts.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -38,6 +39,8 @@ MAX_PROVENANCE_CHARS = 200
 MAX_REASON_CHARS = 1000
 MAX_QUERY_CHARS = 20_000
 MAX_ID_CHARS = 64
+MAX_SUPPORTS = 256
+"""Provenances corroborating one record."""
 
 
 def _to_utc(value: datetime) -> datetime:
@@ -179,24 +182,26 @@ class Provenance(_Model):
 
 # --- targets: a typed pointer into an agent's composition -----------------------------
 
-_Name = Annotated[str, Field(min_length=1, max_length=120)]
+TargetName = Annotated[str, Field(min_length=1, max_length=120)]
+"""A name a target points at (a background key, a judgment domain, a capability): a
+composition's names are of the same type, matched exactly."""
 
 
 class BackgroundTarget(_Model):
     primitive: Literal["background"] = "background"
     section: Literal["team_context", "project_context", "conventions", "current_state"]
-    key: _Name
+    key: TargetName
 
 
 class JudgmentTarget(_Model):
     primitive: Literal["judgment"] = "judgment"
-    domain: _Name
+    domain: TargetName
     slot: Literal["heuristics", "constraints", "escalation_triggers"]
 
 
 class ExampleTarget(_Model):
     primitive: Literal["example"] = "example"
-    judgment_domain: _Name
+    judgment_domain: TargetName
 
 
 class AwarenessTarget(_Model):
@@ -209,7 +214,7 @@ class RecoveryTarget(_Model):
 
 class ManualTarget(_Model):
     primitive: Literal["manual"] = "manual"
-    capability: _Name
+    capability: TargetName
     section: Literal["workflows"] = "workflows"
 
 
@@ -239,6 +244,11 @@ class AwarenessPayload(_Model):
 PAYLOAD_SCHEMAS: dict[str, type[_Model]] = {"example": ExamplePayload, "awareness": AwarenessPayload}
 
 Payload = dict[str, JsonValue]
+
+
+def payload_chars(payload: Payload) -> int:
+    """A payload's size as its limit counts it: characters of its compact JSON."""
+    return len(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
 
 
 def _check_payload(target: Any, payload: Payload | None) -> None:
@@ -380,11 +390,18 @@ class MemorySearchQuery(_TextModel):
     scope_match: ScopeMatch = "subset"
     query: str | None = Field(default=None, max_length=MAX_QUERY_CHARS)
     kinds: tuple[Kind, ...] | None = None
+    """Only records of one of these kinds (``[]``: none)."""
     tags: tuple[str, ...] | None = None
+    """Only records holding every one of these tags (``[]``: no tag needed)."""
     keys: tuple[str, ...] | None = None
+    """Only records whose key is one of these (``key_match="exact"``) or starts with one
+    of them (``"prefix"``); ``[]``: none."""
     key_match: Literal["exact", "prefix"] = "exact"
     targeted: bool | None = None
     """Only records that carry a target (True), or only those that carry none (False)."""
+    promoted: bool | None = None
+    """Only records promoted into their agent's composition now (True), or only those
+    that are not (False): recall leaves the promoted ones out, the composition holds them."""
     agent: str | None = Field(default=None, min_length=1, max_length=200)
     as_of: UtcDatetime | None = None
     include_invalidated: bool = False

@@ -123,3 +123,11 @@ SCRUB_WAIT_S = 2.0
 the scrub pending (instead of holding the caller for the whole busy timeout)."""
 FORGET_SCAN_CHUNK = 1000
 """Events a forgetting reads at a time while it removes the previews that name what it forgot."""
+
+OVERLAY_CACHE = 64
+"""Overlays a store object keeps (one per composition and set of promoted records): an
+agent composed at every instantiate from unchanged learnings is folded once."""
+
+PROMOTED_READS = 256
+"""Scopes whose promoted records a store object keeps between compositions, each checked
+against a summary of the store's promotions (one aggregate query) before it is reused."""

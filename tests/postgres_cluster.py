@@ -27,6 +27,11 @@ __all__ = ["BIN_ENV", "PostgresCluster", "find_bin_dir", "start_cluster"]
 
 STORE_TABLES = (
     "memory_vectors",
+    "memory_promotions",
+    "memory_promotion_history",
+    "memory_proposals",
+    "memory_composition_uses",
+    "memory_compositions",
     "memory_records",
     "memory_scopes",
     "memory_events",

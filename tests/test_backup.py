@@ -19,6 +19,7 @@ from memory_admin.errors import SchemaVersionError
 from memory_admin.store import SqliteMemoryStore
 from memory_admin.store.sqlite import events_path, terms
 from memory_admin.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, statements
+from tests.support.child import run_python, tail
 
 
 def write_records(path: Path, count: int, user: str = "dana") -> None:
@@ -167,6 +168,37 @@ def test_restore_refuses_a_file_another_process_has_open(
     held_open.kill()
     held_open.wait()
     assert restore_sqlite(copy, memory_file, replace=True).check.records == 200
+
+
+RESTORE_ONTO = """
+import sys
+from memory_admin.backup import BackupError, restore_sqlite
+try:
+    restore_sqlite(sys.argv[1], sys.argv[2], replace=True)
+except BackupError as exc:
+    print(exc.message)
+"""
+
+
+@pytest.mark.parametrize("how", ["itself", "symlink", "hard-link", "event-file"])  # the last: one of its own files
+def test_restore_refuses_the_memory_file_itself_at_once(memory_file: Path, tmp_path: Path, how: str) -> None:
+    backup = {
+        "itself": memory_file,
+        "symlink": tmp_path / "link.sqlite3",
+        "hard-link": tmp_path / "hard.sqlite3",
+        "event-file": events_path(memory_file),
+    }[how]
+    if how == "symlink":
+        backup.symlink_to(memory_file)
+    elif how == "hard-link":
+        backup.hardlink_to(memory_file)
+    before = contents(memory_file)
+    # in a process of its own: a restore that waits on its own lock must not hang the suite
+    done = run_python(RESTORE_ONTO, str(backup), str(memory_file), timeout=60)
+    assert done.returncode == 0, tail(done)
+    assert "is the memory file itself, or one of its own files" in done.stdout, tail(done)
+    assert sorted(p.name for p in tmp_path.glob("memory.sqlite3*")) == ["memory.sqlite3", "memory.sqlite3-events"]
+    assert contents(memory_file) == before
 
 
 def test_restore_refuses_a_backup_from_a_newer_version(memory_file: Path, tmp_path: Path) -> None:

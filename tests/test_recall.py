@@ -220,6 +220,19 @@ def test_budget_and_options_are_validated(store: BaseMemoryStore) -> None:
             assemble_recall(store, DANA, "x", **options)
 
 
+@pytest.mark.parametrize("message", ["\ud800", "hello \udfff", 42, b"bytes"], ids=["surrogate", "tail", "int", "bytes"])
+def test_a_message_that_is_not_text_is_refused_before_any_read(store: BaseMemoryStore, message: Any) -> None:
+    store.write([rec("hello, Dana keeps bees.")])
+    store.flush_events()
+    before = store.query_events({"include_previews": True})
+    with pytest.raises(MemoryValidationError) as refused:
+        assemble_recall(store, DANA, message)
+    assert refused.value.problems[0]["loc"] == "query"
+    with pytest.raises(MemoryValidationError):
+        asyncio.run(aassemble_recall(store, DANA, message))
+    assert store.query_events({"include_previews": True}) == before, "no event for a recall that never ran"
+
+
 def test_the_minimum_budget_holds_the_frame_and_any_marker() -> None:
     assert frame_chars() + len(truncation_marker(100_000)) <= MIN_BUDGET_CHARS
 

@@ -77,8 +77,15 @@ def everything(store: BaseMemoryStore) -> list[MemoryRecord]:
 # --- schemas ----------------------------------------------------------------------------
 
 
-def test_there_are_exactly_five_tools_and_no_delete() -> None:
-    assert set(TOOL_NAMES) == {"memory_save", "memory_search", "memory_list", "memory_get", "memory_invalidate"}
+def test_there_are_exactly_six_tools_and_no_delete_nor_approval() -> None:
+    assert set(TOOL_NAMES) == {
+        "memory_save",
+        "memory_search",
+        "memory_list",
+        "memory_get",
+        "memory_invalidate",
+        "memory_learnings",
+    }
     assert [tool["function"]["name"] for tool in openai_tools()] == list(TOOL_NAMES)
     assert [tool["name"] for tool in anthropic_tools()] == list(TOOL_NAMES)
 
@@ -166,6 +173,24 @@ def test_an_argument_the_tool_does_not_define_is_an_error(store: BaseMemoryStore
     assert everything(store) == []
 
 
+def test_a_huge_payload_is_refused_before_the_store(store: BaseMemoryStore) -> None:
+    counting = CountingStore(store)
+    toolbox = MemoryToolbox(counting, DANA)  # type: ignore[arg-type]
+    save = {"content": "A lesson learned.", "target": {"primitive": "recovery"}}
+    huge = {"notes": "x" * 10_000_000}
+    as_object = toolbox.call("memory_save", {**save, "payload": huge})
+    as_strict_text = toolbox.call("memory_save", {**save, "payload": json.dumps(huge)})
+    as_arguments_text = toolbox.call("memory_save", json.dumps({**save, "payload": huge}))
+    for refused in (as_object, as_strict_text):
+        assert refused["ok"] is False and refused["error"]["code"] == "invalid_arguments"
+        assert [p["loc"] for p in refused["error"]["problems"]] == ["payload"]
+    assert as_arguments_text["ok"] is False and as_arguments_text["error"]["code"] == "too_large"
+    assert counting.calls == []
+    assert everything(store) == []
+    fits = toolbox.call("memory_save", {**save, "payload": {"notes": "a short note"}})
+    assert fits["ok"] is True
+
+
 def test_same_key_replaces_and_says_what_it_superseded(store: BaseMemoryStore, toolbox: MemoryToolbox) -> None:
     first = toolbox.call("memory_save", {"content": "Window seat.", "kind": "preference", "key": "seat"})
     second = toolbox.call("memory_save", {"content": "Aisle seat.", "kind": "preference", "key": "seat"})
@@ -202,7 +227,7 @@ def test_a_second_save_with_the_same_target_is_a_conflict(store: BaseMemoryStore
     assert error["code"] == "conflict"
     assert error["existing"]["id"] == first["saved"]["id"]
     assert error["existing"]["content"] == "Deploys freeze on the last business day."
-    assert [option["action"] for option in error["resolutions"]] == ["supersede", "rekey"]
+    assert [option["action"] for option in error["resolutions"]] == ["supersede", "corroborate", "rekey"]
     assert len(everything(store)) == 1, "no duplicate was written"
 
     superseding = toolbox.call("memory_save", {**again, "supersedes": first["saved"]["id"]})

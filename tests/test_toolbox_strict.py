@@ -50,6 +50,7 @@ def test_a_call_in_the_strict_form_saves_its_payload(store: BaseMemoryStore) -> 
         "key": None,
         "tags": [],
         "supersedes": None,
+        "corroborates": None,
         "target": {"primitive": "example", "judgment_domain": "renewals"},
         "payload": json.dumps(payload),
     }

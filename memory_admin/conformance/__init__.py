@@ -12,7 +12,8 @@ Tier 1 pins the protocol for every backend; its rules of scope, kind, tag, key, 
 ``as_of``, expiry and invalidation are also run in each search mode (keyword, semantic,
 hybrid) over a store with an embedder, with the vectors' life cycle beside them. Tier 2
 pins identical match sets over one shared corpus for every backend whose ``capabilities().search`` is ``keyword``. Cases
-for optional extensions skip only where the backend declares it lacks them.
+for optional extensions (erasure, the admin listing, the event log, promotion state)
+skip only where the backend declares it lacks them.
 
 This package imports pytest; the store library never imports it.
 """

@@ -21,9 +21,11 @@ from memory_admin.conformance.base import (
 from memory_admin.conformance.support import FakeClock
 from memory_admin.errors import (
     MemoryConflictError,
+    MemoryLimitError,
     MemoryNotFoundError,
     MemoryValidationError,
 )
+from memory_admin.records import MAX_ID_CHARS, MAX_REASON_CHARS, MAX_SUPPORTS, Provenance
 from memory_admin.store.protocol import FullMemoryStore, RecordListQuery
 
 
@@ -227,6 +229,26 @@ class ExtensionCases(ConformanceBase):
         v4 = store.write([rec("v4 juice", kind="preference", key="drink")])[0]
         assert v4.supersedes == v3.id, "imported key holders are superseded like written ones"
         assert stored(store, v1.id).superseded_by is not None
+
+    def test_import_holds_records_to_every_bound(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
+        self._needs(store, admin=True)
+        caps = store.capabilities()
+        [model] = store.write([rec("a record to copy", target={"primitive": "recovery"})])
+        store.delete(model.id)
+        over: list[dict[str, Any]] = [
+            {"content": "x" * (caps.max_content_chars + 1)},
+            {"payload": {"notes": "x" * caps.max_payload_chars}},
+            {"invalid_at": model.created_at, "invalid_reason": "r" * (MAX_REASON_CHARS + 1)},
+            {"supersedes": "mem_" + "A" * MAX_ID_CHARS},
+            {"superseded_by": "mem_" + "A" * MAX_ID_CHARS},
+            {"supports": [Provenance(source=f"s{n}") for n in range(MAX_SUPPORTS + 1)]},
+        ]
+        for fields in over:
+            refused = model.model_copy(update={"id": "mem_IMPORTEDOVERBOUND", **fields})
+            with pytest.raises((MemoryLimitError, MemoryValidationError)):
+                raw_store.import_records([model, refused])
+            assert store.get(model.id) is None, f"nothing of the batch went in ({', '.join(fields)})"
+        assert raw_store.import_records([model]) == 1
 
     def test_import_refuses_a_second_live_key_holder(self, store: FullMemoryStore, raw_store: FullMemoryStore) -> None:
         self._needs(store, admin=True)

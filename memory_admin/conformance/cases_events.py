@@ -20,7 +20,8 @@ from memory_admin.conformance.base import (
     rec,
 )
 from memory_admin.conformance.support import FakeClock
-from memory_admin.events import MemorySearchEvent
+from memory_admin.errors import MemoryValidationError
+from memory_admin.events import MemoryRecallEvent, MemorySearchEvent
 from memory_admin.store.protocol import FullMemoryStore
 
 
@@ -84,6 +85,31 @@ class EventCases(ConformanceBase):
         stored = raw_store.get_event(writes[0].id)
         assert stored == writes[0]
         assert raw_store.get_event(10**9) is None
+
+    def test_event_queries_and_imports_refuse_text_that_is_not_unicode(
+        self, store: FullMemoryStore, raw_store: FullMemoryStore
+    ) -> None:
+        self._needs(store, events=True)
+        store.write([rec("one", {**U1, "agent": "coder"})])
+        for query in ({"agent": "\ud800"}, {"agent": "a" * 201}, {"scope": {"tenant": "\udfff"}}):
+            with pytest.raises(MemoryValidationError):
+                raw_store.query_events(query)
+        [logged] = raw_store.query_events({})
+        forged = logged.model_dump()
+        forged["id"] += 1
+        for field, value in (("agent", "\ud800"), ("agent", "a" * 201), ("type", "agent.memory.search")):
+            forged["event"][field] = value
+            if field == "type":  # a search event whose preview is past the bound every preview is clipped to
+                forged["event"] = {
+                    **{k: v for k, v in forged["event"].items() if k not in ("kinds", "superseded_ids")},
+                    "agent": None,
+                    "query_preview": "q" * 513,
+                    "limit": 10,
+                    "duration_ms": 1.0,
+                }
+            with pytest.raises(MemoryValidationError):
+                raw_store.import_events([forged])
+        assert raw_store.query_events({}) == [logged]
 
     def test_prune_events_keeps_records(
         self, store: FullMemoryStore, raw_store: FullMemoryStore, clock: FakeClock
@@ -201,7 +227,7 @@ class EventCases(ConformanceBase):
         found: dict[str, bool] = {}
         for stored_event in store.query_events({"include_previews": True, "limit": 10_000}):
             event = stored_event.event
-            if event.type != "agent.memory.write":
+            if isinstance(event, MemorySearchEvent | MemoryRecallEvent):
                 found[event.query_preview or ""] = found.get(event.query_preview or "", False) or event.redacted
         return found
 

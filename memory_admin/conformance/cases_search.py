@@ -123,6 +123,19 @@ class SearchCases(ConformanceBase):
         ]
         assert store.search({"scope": U1, "keys": ["travel"]}) == []
 
+    def test_an_empty_filter_list_means_the_same_everywhere(self, store: FullMemoryStore) -> None:
+        """``kinds`` and ``keys`` keep the records with one of the values listed, so an
+        empty list keeps none; ``tags`` keeps those holding every tag listed, so an empty
+        list keeps all. Past a thousand records in the scope, so a backend that plans a
+        large scope another way is held to it too."""
+        store.write([rec(f"note {i}", key=f"slot{i}", tags=["t"]) for i in range(1001)])
+        for query in (None, "note"):
+            search = {"scope": U1, "query": query, "limit": 5}
+            assert store.search({**search, "kinds": []}) == []
+            assert store.search({**search, "keys": []}) == []
+            assert store.search({**search, "keys": [], "key_match": "prefix"}) == []
+            assert len(store.search({**search, "tags": []})) == 5
+
     def test_as_of_shows_what_was_believed(self, store: FullMemoryStore, clock: FakeClock) -> None:
         before = clock.advance(seconds=1)
         clock.advance(seconds=1)

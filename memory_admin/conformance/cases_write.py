@@ -25,6 +25,14 @@ from memory_admin.errors import (
     MemoryScopeError,
     MemoryValidationError,
 )
+from memory_admin.records import (
+    MAX_ID_CHARS,
+    MAX_KEY_CHARS,
+    MAX_PROVENANCE_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+)
+from memory_admin.scope import MAX_SCOPE_KEY_CHARS, MAX_SCOPE_PAIRS, MAX_SCOPE_VALUE_CHARS
 from memory_admin.store.protocol import FullMemoryStore
 
 
@@ -90,7 +98,14 @@ class WriteCases(ConformanceBase):
             pytest.param({"scope": {"tenant": "  "}}, id="blank-tenant"),
             pytest.param({"scope": {"tenant": "acme", "User": "u1"}}, id="bad-scope-key"),
             pytest.param({"scope": {"tenant": "acme", "user": ""}}, id="blank-scope-value"),
-            pytest.param({"scope": {"tenant": "acme", "user": "x" * 500}}, id="huge-scope-value"),
+            pytest.param(
+                {"scope": {"tenant": "acme", "user": "x" * (MAX_SCOPE_VALUE_CHARS + 1)}}, id="huge-scope-value"
+            ),
+            pytest.param({"scope": {"tenant": "acme", "k" * (MAX_SCOPE_KEY_CHARS + 1): "v"}}, id="huge-scope-key"),
+            pytest.param(
+                {"scope": {"tenant": "acme", **{f"k{n}": "v" for n in range(MAX_SCOPE_PAIRS)}}},
+                id="too-many-scope-pairs",
+            ),
             pytest.param({"content": "   "}, id="blank-content"),
             pytest.param({"content": "nul\x00byte"}, id="nul-in-content"),
             pytest.param({"kind": "belief"}, id="unknown-kind"),
@@ -99,6 +114,14 @@ class WriteCases(ConformanceBase):
             pytest.param({"tags": "not-a-list"}, id="tags-as-string"),
             pytest.param({"tags": [" "]}, id="blank-tag"),
             pytest.param({"key": "two words"}, id="key-with-space"),
+            pytest.param({"key": "k" * (MAX_KEY_CHARS + 1)}, id="huge-key"),
+            pytest.param({"tags": [f"t{n}" for n in range(MAX_TAGS + 1)]}, id="too-many-tags"),
+            pytest.param({"tags": ["t" * (MAX_TAG_CHARS + 1)]}, id="huge-tag"),
+            pytest.param({"provenance": {"source": "s" * (MAX_PROVENANCE_CHARS + 1)}}, id="huge-provenance"),
+            pytest.param({"supersedes": "mem_" + "A" * MAX_ID_CHARS}, id="huge-supersedes"),
+            pytest.param(
+                {"target": {"primitive": "judgment", "domain": "d" * 121, "slot": "heuristics"}}, id="huge-target-name"
+            ),
             pytest.param({"expires_at": "2030-01-01T00:00:00"}, id="naive-expiry"),
             pytest.param({"payload": {"a": 1}}, id="payload-without-target"),
             pytest.param(
@@ -152,6 +175,17 @@ class WriteCases(ConformanceBase):
         assert info.value.extras["limit"] == limit
         assert store.search({"scope": ACME}) == []
         assert store.write([rec("y" * limit)])[0].content == "y" * limit
+
+    def test_payload_over_the_backend_limit(self, store: FullMemoryStore) -> None:
+        limit = store.capabilities().max_payload_chars
+        recovery = {"primitive": "recovery"}
+        with pytest.raises(MemoryLimitError) as info:
+            store.write([rec("fine"), rec("a huge payload", target=recovery, payload={"notes": "x" * limit})])
+        assert (info.value.extras["index"], info.value.extras["limit"]) == (1, limit)
+        assert store.search({"scope": ACME}) == []
+        fits = {"notes": "é" * (limit - len('{"notes":""}'))}  # characters of compact JSON, not bytes
+        [kept] = store.write([rec("a payload just within the limit", target=recovery, payload=fits)])
+        assert stored(store, kept.id).payload == fits
 
     def test_write_takes_a_list(self, store: FullMemoryStore) -> None:
         with pytest.raises(MemoryValidationError):

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
+from memory_admin.promotion import DecisionOutcome, Promotion, PromotionPage, TransitionPage
 from memory_admin.records import MemoryHit, MemoryRecord
 from memory_admin.store.protocol import ErasureReport, FullMemoryStore, MemoryStore, MemoryStoreCapabilities
 
@@ -62,6 +63,42 @@ class AsyncBridge:
 
     def capabilities(self) -> MemoryStoreCapabilities:
         return self._store.capabilities()
+
+    # --- the promotion extension's async twins ------------------------------------------
+
+    def register_composition(self, composition: Any, scope: Mapping[str, str]) -> str:
+        return self._runner.run(self._full.aregister_composition(composition, scope))
+
+    def corroborate(self, record_id: str, provenance: Any) -> MemoryRecord:
+        return self._runner.run(self._full.acorroborate(record_id, provenance))
+
+    def decide(self, decisions: Sequence[Any], **options: Any) -> list[DecisionOutcome]:
+        return self._runner.run(self._full.adecide(decisions, **options))
+
+    def promote(self, record_id: str, **fields: Any) -> Promotion:
+        return self._runner.run(self._full.apromote(record_id, **fields))
+
+    def reject(self, record_id: str, **fields: Any) -> Promotion:
+        return self._runner.run(self._full.areject(record_id, **fields))
+
+    def demote(self, record_id: str, **fields: Any) -> Promotion:
+        return self._runner.run(self._full.ademote(record_id, **fields))
+
+    def promotion(self, record_id: str) -> Promotion | None:
+        return self._runner.run(self._full.apromotion(record_id))
+
+    def promotions(self, scope: Mapping[str, str], **filters: Any) -> PromotionPage:
+        return self._runner.run(self._full.apromotions(scope, **filters))
+
+    def transitions(self, scope: Mapping[str, str], **filters: Any) -> TransitionPage:
+        return self._runner.run(self._full.atransitions(scope, **filters))
+
+    def promoted_records(self, scope: Mapping[str, str], **options: Any) -> list[MemoryRecord]:
+        return self._runner.run(self._full.apromoted_records(scope, **options))
+
+    @property
+    def _full(self) -> FullMemoryStore:
+        return cast(FullMemoryStore, self._store)
 
     def close(self) -> None:
         # a store with native async connections must release them on the loop that made them

@@ -46,6 +46,15 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "prune-events": Subcommand("memory_events_prune", "delete memory events older than an age"),
     "scrub": Subcommand("memory_scrub", "finish a delete or erasure whose scrub is pending"),
     "embed": Subcommand("memory_embed", "give every record its vector for search by meaning (resumable; --rebuild)"),
+    "compose": Subcommand(
+        "memory_compose", "print an agent's prompt: its composition with the promoted learnings, traced"
+    ),
+    "promote": Subcommand("memory_promote", "run the promotion gates over a scope's candidates (--dry-run)"),
+    "learnings": Subcommand("memory_learnings", "what the agents of a scope learnt since a time"),
+    "review": Subcommand(
+        "memory_review", "a person's decision: approve, reject, roll back, pick a conflict's survivor"
+    ),
+    "garden": Subcommand("memory_garden", "propose curation of a scope's learnings; accept or reject proposals"),
     "manage": Subcommand("", "any other Django management command, e.g. `manage changepassword NAME`"),
 }
 

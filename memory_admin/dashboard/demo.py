@@ -5,7 +5,10 @@ preferences corrected by supersede chains several versions deep, facts invalidat
 reasons, records that expired, a deleted version that leaves a tombstone in its chain,
 targeted candidates with payloads, a profile tier that overflows its recall slice, what
 the health page should find (a near-duplicate, a key held across kinds, a record nobody
-can trace), and recall events over time (via :func:`memory_admin.recall.assemble_recall`).
+can trace), Acme's support agent learning under a registered composition (a candidate in
+every state of the review: pending review, conflict, held, locked, promoted with its two
+supports, demoted, rejected), and recall events over time (via
+:func:`memory_admin.recall.assemble_recall`).
 
 The store must read time from the :class:`DemoClock` handed to :func:`load_demo`, so
 history gets realistic dates and "expired" records were written with a short expiry
@@ -19,12 +22,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memory_admin.composition import AgentComposition, Background, Judgment
+from memory_admin.learning import garden, promote_candidates, review
 from memory_admin.recall import assemble_recall
 from memory_admin.recall_turns import RecallConversation
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.store import AdminMemoryStore, RecordListQuery
+from memory_admin.store.protocol import PromotionMemoryStore
 
-CORPUS_VERSION = "v2"  # v2: the gardening examples the health page finds
+CORPUS_VERSION = "v5"  # v2: the gardening examples the health page finds; v3: learnings in every state;
+# v4: a conflict between two learnings, a gardening proposal, Globex learning too, over a day and a half;
+# v5: a conversation's later turns (Dana's Berlin trip)
 MARKER_SCOPE = {"tenant": "acme", "app": "memory_demo"}
 """Where the marker lives: under acme (found by a tenant-wide listing) but in a scope of
 its own, so no user's recall (visible match) ever reads it."""
@@ -157,6 +165,7 @@ def load_demo(store: AdminMemoryStore, clock: DemoClock) -> DemoReport | None:
     _globex(w)
     _initech(w)
     _gardening(w)
+    _learnings(w)
     _recalls(w)
     w.write(
         MARKER_SCOPE,
@@ -446,6 +455,167 @@ def _berlin_trip(w: _Writer) -> list[tuple[str, Callable[[], object]]]:
         ("Which seat did you get me on the Berlin flight?", lambda: None),
         ("Any dinner plans there?", lambda: None),
     ]
+
+
+DEMO_COMPOSITION = AgentComposition(
+    name="acme-support",
+    persona="You are Acme Travel's support agent: you help travellers with bookings, changes and refunds.",
+    tone="Warm and brief; one question at a time.",
+    methodology="Find the booking first, then the facts, then the options.",
+    mission="Travellers leave with their trip sorted and know what happens next.",
+    background=Background(
+        team_context={"finance": "Refunds are paid by the finance team in Berlin, twice a week."},
+        conventions={"currency": "Amounts are quoted in EUR unless the booking was paid in another currency."},
+    ),
+    judgments=(
+        Judgment(
+            domain="refunds",
+            heuristics=("Look the booking up by its reference before anything else.",),
+            constraints=("Never refund more than the fare paid.",),
+            escalation_triggers=("A traveller mentions a lawyer or a chargeback.",),
+        ),
+    ),
+    recovery=("When the booking tool fails, say so and offer to call back within the hour.",),
+)
+"""The composition Acme's support agent runs (registered for ``tenant=acme,agent=support``)."""
+
+GLOBEX_COMPOSITION = AgentComposition(
+    name="globex-support",
+    persona="You are Globex's service desk agent.",
+    judgments=(Judgment(domain="tickets", heuristics=("Read the whole thread before answering.",)),),
+)
+"""The composition Globex's support agent runs (registered for ``tenant=globex,agent=support``)."""
+
+
+def _learnings(w: _Writer) -> None:
+    """Acme's support agent learning over a day and a half: candidates in every state of
+    the review (a guarded learning waiting for a person, a conflict with the authored
+    composition, a conflict between two learnings for a person to pick, one held for
+    recurrence, a locked one), a promoted heuristic with its two supports, a recovery step
+    a person approved, a demoted one and a rejected one, a gardening proposal — all under
+    the registered demo composition;
+    and Globex's support agent with a guarded learning of its own."""
+    store = w.store
+    if not isinstance(store, PromotionMemoryStore) or not store.capabilities().promotion:
+        return
+    store.register_composition(DEMO_COMPOSITION, ACME_SUPPORT)
+    refunds = {"primitive": "judgment", "domain": "refunds"}
+    voucher = w.write(
+        ACME_SUPPORT,
+        "episode",
+        "Offer a travel voucher before a cash refund when the fare is non-refundable.",
+        by="support-agent",
+        hours=1,
+        conversation="c-201",
+        target={**refunds, "slot": "heuristics"},
+    )
+    w.write(
+        ACME_SUPPORT,
+        "episode",
+        "Refund more than the fare paid when the delay passed six hours.",
+        by="support-agent",
+        hours=1,
+        conversation="c-219",
+        target={**refunds, "slot": "constraints"},
+    )
+    w.write(
+        ACME_SUPPORT,
+        "episode",
+        "Check the booking tool before asking the traveller for their dates.",
+        by="support-agent",
+        hours=1,
+        conversation="c-230",
+        target={**refunds, "slot": "heuristics"},
+    )
+    w.write(
+        ACME_SUPPORT,
+        "fact",
+        "Gold members get their refund in three days instead of ten.",
+        by="support-agent",
+        hours=1,
+        conversation="c-233",
+        target={"primitive": "judgment", "domain": "loyalty", "slot": "heuristics"},
+    )
+    w.write(
+        ACME_SUPPORT,
+        "fact",
+        "The refunds backlog is cleared every Monday morning.",
+        by="support-agent",
+        hours=1,
+        conversation="c-236",
+        target={"primitive": "background", "section": "current_state", "key": "refunds_backlog"},
+        observed_at=w.clock.now - timedelta(days=40),  # told long ago: the gardening pass finds it stale
+    )
+    days = w.write(
+        ACME_SUPPORT,
+        "episode",
+        "Quote refund times in business days.",
+        by="support-agent",
+        hours=1,
+        conversation="c-240",
+        target={**refunds, "slot": "heuristics"},
+    )
+    threshold = w.write(
+        ACME_SUPPORT,
+        "fact",
+        "Escalate every refund above 200 EUR to a supervisor.",
+        by="support-agent",
+        hours=1,
+        conversation="c-245",
+        target={**refunds, "slot": "escalation_triggers"},
+    )
+    w.clock.advance(hours=3)
+    store.corroborate(voucher.id, {"source": "support-agent", "conversation_id": "c-214"})
+    w.clock.advance(hours=2)
+    store.corroborate(days.id, {"source": "support-agent", "conversation_id": "c-241"})
+    w.clock.advance(hours=1)
+    promote_candidates(store, ACME_SUPPORT, DEMO_COMPOSITION)
+    w.clock.advance(hours=7)
+    review.rollback(store, days.id, actor="lena", reason="Finance quotes calendar days since the new payment run.")
+    w.clock.advance(hours=5)
+    review.reject(store, threshold.id, actor="lena", reason="The threshold is 500 EUR: see the finance policy.")
+    ledger = w.write(
+        ACME_SUPPORT,
+        "episode",
+        "When the payment provider times out, check the refund ledger before retrying a refund.",
+        by="support-agent",
+        hours=2,
+        conversation="c-249",
+        target={"primitive": "recovery"},
+    )
+    promote_candidates(store, ACME_SUPPORT, DEMO_COMPOSITION)
+    w.clock.advance(hours=1)
+    review.approve(store, ledger.id, DEMO_COMPOSITION, actor="lena", reason="It saved two double refunds last month.")
+    w.write(
+        ACME_SUPPORT,
+        "fact",
+        "The booking tool answers itinerary lookups; it cannot change a booking.",
+        by="support-agent",
+        hours=4,
+        conversation="c-252",
+        target={"primitive": "awareness"},
+        payload={
+            "name": "booking-tool",
+            "description": "Itinerary lookups only; changes go through the agent desk.",
+            "access_method": "tool call: booking_lookup(reference)",
+        },
+    )
+    w.clock.advance(hours=2)
+    promote_candidates(store, ACME_SUPPORT, DEMO_COMPOSITION)
+    w.clock.advance(hours=1)
+    garden(store, ACME_SUPPORT, DEMO_COMPOSITION, now=w.clock.now)
+    store.register_composition(GLOBEX_COMPOSITION, GLOBEX_SUPPORT)
+    w.write(
+        GLOBEX_SUPPORT,
+        "fact",
+        "Never reopen a ticket the customer closed themselves.",
+        by="support-agent",
+        hours=1,
+        conversation="g-88",
+        target={"primitive": "judgment", "domain": "tickets", "slot": "constraints"},
+    )
+    w.clock.advance(hours=1)
+    promote_candidates(store, GLOBEX_SUPPORT, GLOBEX_COMPOSITION)
 
 
 def _recalls(w: _Writer) -> None:

@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 
-from memory_admin.dashboard.permissions import NotVisible
+from memory_admin.dashboard.permissions import NoRole, NotVisible
 from memory_admin.errors import (
     CapabilityError,
     MemoryBusyError,
@@ -49,6 +49,14 @@ def not_visible_message(exc: NotVisible | MemoryNotFoundError) -> str:
 
 def error_page(exc: Exception) -> ErrorPage | None:
     """The page for an exception the dashboard knows, or ``None`` to let Django handle it."""
+    if isinstance(exc, NoRole):
+        return ErrorPage(
+            403,
+            "Your account has no dashboard role yet",
+            str(exc),
+            f"Ask a dashboard admin to give it one (for example: manage.py memory_user role {exc.username} viewer), "
+            "or, with single sign-on, the group that gives one.",
+        )
     if isinstance(exc, PermissionDenied):
         # a role that may not act: the same page whatever the target, so it leaks nothing
         return ErrorPage(

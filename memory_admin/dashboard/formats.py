@@ -3,7 +3,8 @@
 Both take any iterable of records — the store's paged :meth:`iter_records` — and yield
 text as they go, so an export of a million records never holds more than a chunk.
 CSV cells that a spreadsheet would run as a formula (starting with ``=``, ``+``,
-``-``, ``@``, a tab or a carriage return) are prefixed with an apostrophe.
+``-``, ``@``, a tab or a carriage return, or a fullwidth or small form of one) are
+prefixed with an apostrophe.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from memory_admin.records import MemoryRecord
+from memory_admin.records import MemoryRecord, Provenance
+from memory_admin.reports.learnings import Learned
 from memory_admin.scope import format_scope
 
 CHUNK_RECORDS = 200
@@ -53,8 +56,10 @@ CSV_COLUMNS: tuple[tuple[str, Callable[[MemoryRecord], Any]], ...] = (
 
 
 def neutralise(cell: str) -> str:
-    """``cell`` made inert for spreadsheets: a leading formula character gets an apostrophe."""
-    return "'" + cell if cell.startswith(FORMULA_STARTS) else cell
+    """``cell`` made inert for spreadsheets: a leading formula character gets an
+    apostrophe — in any of its compatibility forms too (fullwidth ``＝``, small ``﹢``),
+    which spreadsheets read as the character they stand for."""
+    return "'" + cell if unicodedata.normalize("NFKC", cell[:1]).startswith(FORMULA_STARTS) else cell
 
 
 def csv_cells(values: Iterable[object]) -> list[str]:
@@ -102,6 +107,59 @@ def json_lines(lines: Iterable[str]) -> Iterator[str]:
             chunk = []
     if chunk:
         yield "".join(chunk)
+
+
+# --- what agents learned: promotions and demotions -------------------------------------------
+
+
+def _provenance(value: Provenance) -> str:
+    parts = [("source", value.source), ("author", value.author), ("conversation", value.conversation_id)]
+    parts.append(("run", value.run_id))
+    return ", ".join(f"{name} {text}" for name, text in parts if text)
+
+
+LEARNED_COLUMNS: tuple[tuple[str, Callable[[Learned], Any]], ...] = (
+    ("at", lambda row: row.transition.at.isoformat()),
+    ("change", lambda row: row.transition.state),
+    ("cause", lambda row: row.transition.cause),
+    ("record_id", lambda row: row.transition.record_id),
+    ("scope", lambda row: format_scope(row.record.scope) if row.record else None),
+    ("section", lambda row: row.section),
+    ("content", lambda row: row.record.content if row.record else None),
+    ("tier", lambda row: row.transition.tier),
+    ("by", lambda row: row.transition.by),
+    ("actor", lambda row: row.transition.actor),
+    ("reason", lambda row: row.transition.reason),
+    ("proposed_by", lambda row: _provenance(row.record.provenance) if row.record else None),
+    ("supports", lambda row: len(row.record.supports) if row.record else None),
+)
+"""One row per promotion or demotion; a record outside the reader's grants (or gone)
+leaves its content, scope and provenance empty."""
+
+
+def learned_csv(rows: Iterable[Learned]) -> Iterator[str]:
+    return csv_table(
+        [name for name, _ in LEARNED_COLUMNS], (csv_cells(read(r) for _, read in LEARNED_COLUMNS) for r in rows)
+    )
+
+
+def learned_object(row: Learned) -> dict[str, Any]:
+    """One promotion or demotion as a JSON object: the transition, and the record when shown."""
+    return {
+        "transition": row.transition.model_dump(mode="json"),
+        "section": row.section,
+        "record": row.record.model_dump(mode="json") if row.record else None,
+    }
+
+
+def learned_jsonl(rows: Iterable[Learned]) -> Iterator[str]:
+    return json_lines(json.dumps(learned_object(row), ensure_ascii=False) for row in rows)
+
+
+LEARNED_FORMATS: dict[str, tuple[str, Callable[[Iterable[Learned]], Iterator[str]]]] = {
+    "jsonl": ("application/x-ndjson; charset=utf-8", learned_jsonl),
+    "csv": ("text/csv; charset=utf-8", learned_csv),
+}
 
 
 def _drain(buffer: io.StringIO) -> str:

@@ -6,6 +6,7 @@ form error the page shows inline with status 400; it never reaches the store.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,11 +15,14 @@ from typing import Any, Literal, cast
 from django import forms
 from django.core.validators import MaxLengthValidator
 from django.http import QueryDict
+from django.utils.http import url_has_allowed_host_and_scheme
+from pydantic import ValidationError
 
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.redaction import QUOTE_RUN_CHARS, QUOTE_WORDS, quote_error, quoted_fragment
 from memory_admin.dashboard.scope_resolver import MAX_SCOPE_TEXT, ScopeField
 from memory_admin.errors import MemoryValidationError
+from memory_admin.promotion import Pin
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, DEFAULT_PROFILE_BUDGET_RATIO, MIN_BUDGET_CHARS
 from memory_admin.records import (
     KINDS,
@@ -32,6 +36,7 @@ from memory_admin.records import (
     normalize_key,
     normalize_tag,
 )
+from memory_admin.reports.learnings import INBOX_ORDER, PRIMITIVES, STATE_WORDS, TIERS
 from memory_admin.scope import (
     AGENT_KEY,
     MAX_SCOPE_VALUE_CHARS,
@@ -44,6 +49,7 @@ from memory_admin.scope import (
     scope_problems,
 )
 from memory_admin.store import RecordListQuery
+from memory_admin.store.arguments import MAX_STORED_INT
 
 MAX_QUERY_TEXT = 500
 MAX_CURSOR = 200
@@ -244,6 +250,11 @@ def clean_agent_text(text: str) -> str | None:
     return text
 
 
+def _cursor_field() -> forms.IntegerField:
+    """An older page's cursor: an id, which every database stores as a 64-bit integer."""
+    return forms.IntegerField(required=False, min_value=1, max_value=MAX_STORED_INT, widget=forms.HiddenInput)
+
+
 class RecallForm(QueryStringForm):
     """The recall page's filters: scope, agent, time range, bucket size, table cursor."""
 
@@ -256,7 +267,7 @@ class RecallForm(QueryStringForm):
         label="Buckets",
         choices=[("", "auto"), ("hour", "hour"), ("6h", "6 hours"), ("day", "day"), ("week", "week")],
     )
-    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    before = _cursor_field()
 
     def clean_agent(self) -> str | None:
         return clean_agent_text(self.cleaned_data.get("agent") or "")
@@ -307,7 +318,7 @@ class RecallEventForm(QueryStringForm):
 
 
 class CursorForm(QueryStringForm):
-    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    before = _cursor_field()
 
 
 class AuditLogForm(CursorForm):
@@ -456,3 +467,281 @@ def refuse_quoting(form: forms.Form, texts: Iterable[str]) -> None:
     """Mark ``form``'s reason as an error when it quotes one of ``texts`` (the record's)."""
     if form.is_valid() and (fragment := quoted_fragment(form.cleaned_data["reason"], texts)) is not None:
         form.add_error("reason", quote_error(fragment))
+
+
+# --- the learnings pages: filters, and a person's decisions (POST) --------------------------
+#
+# Each decision carries the pin of what the page showed, so a decision on a learning that
+# moved since is refused rather than applied to a state the person did not see.
+
+MAX_BATCH = 100
+"""Learnings one bulk decision takes at most (a page of the inbox holds fewer)."""
+MAX_PIN_CHARS = 2_000
+VERSION_CHARS = 64
+
+
+def _choice(label: str, choices: list[tuple[str, str]], anything: str) -> forms.ChoiceField:
+    return forms.ChoiceField(required=False, label=label, choices=[("", anything), *choices])
+
+
+class InboxForm(QueryStringForm):
+    """The review inbox's filters."""
+
+    scope = ScopeField()
+    agent = _agent_field()
+    state = _choice("State", [(s, STATE_WORDS[s]) for s in INBOX_ORDER], "every state")
+    primitive = _choice("Target", [(p, p) for p in PRIMITIVES], "every target")
+    tier = _choice("Tier", [(t, t) for t in TIERS], "every tier")
+    after = forms.CharField(required=False, max_length=MAX_CURSOR, widget=forms.HiddenInput)
+
+    def clean_agent(self) -> str | None:
+        return clean_agent_text(self.cleaned_data.get("agent") or "")
+
+
+class LearnedForm(RecallForm):
+    """What it learned, over time: the recall page's filters, its table paged by a
+    transition cursor."""
+
+    before = None  # type: ignore[assignment]  # (the recall table's event cursor)
+    after = forms.CharField(required=False, max_length=MAX_CURSOR, widget=forms.HiddenInput)
+
+
+def _version_field(label: str) -> forms.CharField:
+    return forms.CharField(
+        required=False,
+        max_length=VERSION_CHARS,
+        label=label,
+        help_text="a registered version (its hash, or the first 12 characters of it)",
+        widget=forms.TextInput(attrs={"spellcheck": "false", "autocomplete": "off", "size": "14"}),
+    )
+
+
+class CompositionsForm(QueryStringForm):
+    scope = ScopeField()
+
+
+class CompositionForm(QueryStringForm):
+    """One scope's composition: now, or as of a moment; its own version, or another registered one."""
+
+    scope = ScopeField(required=True)
+    as_of = utc_time_field("As of (UTC)")
+    version = _version_field("Version")
+
+
+class CompositionDiffForm(QueryStringForm):
+    """Two compositions of one scope compared: each side a moment (empty: now) and a
+    version (empty: the one the scope ran then)."""
+
+    scope = ScopeField(required=True)
+    from_time = utc_time_field("From (UTC)")
+    from_version = _version_field("From version")
+    to_time = utc_time_field("To (UTC)")
+    to_version = _version_field("To version")
+
+
+# --- decisions (POST) ---------------------------------------------------------------------------
+
+
+class PinField(forms.CharField):
+    """What the page showed, as the JSON of a :class:`~memory_admin.promotion.Pin`."""
+
+    widget = forms.HiddenInput
+
+    def __init__(self, *, required: bool = True) -> None:
+        super().__init__(required=required, max_length=MAX_PIN_CHARS)
+
+    def clean(self, value: Any) -> Pin | None:
+        text: str = super().clean(value)
+        if not text:
+            return None
+        try:
+            return Pin.model_validate_json(text)
+        except ValidationError:
+            raise forms.ValidationError(
+                "The page's view of this learning did not come with the form; reload the page and decide again."
+            ) from None
+
+
+def pin_text(pin: Pin) -> str:
+    """A pin as a hidden form value."""
+    return pin.model_dump_json(exclude_none=True)
+
+
+def local_path(target: str, host: str) -> str | None:
+    """``target`` when it is a path on this site (where a decision goes back to), else ``None``."""
+    if not target.startswith("/") or target.startswith("//"):
+        return None
+    return target if url_has_allowed_host_and_scheme(target, allowed_hosts={host}) else None
+
+
+class _Decision(forms.Form):
+    pin = PinField()
+    seen_at = forms.DateTimeField(required=False, widget=forms.HiddenInput)
+    next = forms.CharField(required=False, max_length=2_000, widget=forms.HiddenInput)
+
+    def destination(self, request_host: str, default: str) -> str:
+        """Where to go once the decision is made: the page that asked, else ``default``."""
+        return local_path(self.cleaned_data.get("next") or "", request_host) or default
+
+
+REASON_NEEDED = "Give a reason: it goes into the learning's history and the audit log."
+
+
+class DecisionForm(_Decision):
+    """Approve, reject, roll back, or keep one side of a conflict."""
+
+    decision = forms.ChoiceField(
+        choices=[
+            ("approve", "approve"),
+            ("reject", "reject"),
+            ("rollback", "roll back"),
+            ("keep_this", "keep this learning"),
+            ("keep_other", "keep the other learning"),
+        ]
+    )
+    reason = _reason_field(
+        "Required to reject, roll back or pick a survivor; kept in the learning's history and the audit log."
+    )
+    other = forms.CharField(required=False, max_length=MAX_ID_CHARS, widget=forms.HiddenInput)
+    other_pin = PinField(required=False)
+
+    def __init__(self, data: QueryDict | Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(data, **kwargs)
+        self.fields["reason"].required = False
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        decision = cleaned.get("decision")
+        if decision and decision != "approve" and not (cleaned.get("reason") or "").strip():
+            self.add_error("reason", REASON_NEEDED)
+        if decision in ("keep_this", "keep_other") and not (cleaned.get("other") and cleaned.get("other_pin")):
+            raise forms.ValidationError("Which learning is the other one? Reload the page and pick again.")
+        return cleaned
+
+
+class EditForm(_Decision):
+    content = forms.CharField(
+        label="The learning, as it should read",
+        help_text="Written as a new version that supersedes the agent's (which stays in the chain), then approved.",
+        widget=forms.Textarea(attrs={"rows": 4, "autofocus": True, "dir": "auto"}),
+    )
+    payload = forms.CharField(
+        required=False,
+        label="Its payload (JSON)",
+        help_text="What an example or awareness learning puts into the prompt; the same fields, edited.",
+        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
+    )
+    reason = _reason_field("Optional; kept in the learning's history and the audit log.")
+
+    def __init__(
+        self,
+        data: QueryDict | Mapping[str, Any] | None = None,
+        *,
+        current: str,
+        max_chars: int,
+        payload: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(data, **kwargs)
+        self.current = current
+        self.current_payload = payload
+        self.fields["reason"].required = False
+        if payload is None:
+            del self.fields["payload"]  # a learning whose text is its content: nothing else to edit
+        content = self.fields["content"]
+        assert isinstance(content, forms.CharField)
+        content.max_length = max_chars
+        content.widget.attrs["maxlength"] = str(max_chars)
+
+    def clean_content(self) -> str:
+        text = self.cleaned_data["content"]
+        try:
+            cleaned = normalize_content(text)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        max_chars = self.fields["content"].max_length  # type: ignore[attr-defined]
+        if max_chars is not None and len(cleaned) > max_chars:
+            raise forms.ValidationError(f"At most {max_chars} characters.")
+        return cleaned
+
+    def clean_payload(self) -> dict[str, Any] | None:
+        text = (self.cleaned_data.get("payload") or "").strip()
+        if not text:
+            return None
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise forms.ValidationError(
+                f"That is not JSON ({exc.args[0]}); keep the fields and their quotes."
+            ) from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError('The payload is an object of fields, as it was: {"name": …}.')
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        content, payload = cleaned.get("content"), cleaned.get("payload")
+        same_payload = self.current_payload is None or payload in (None, dict(self.current_payload))
+        if content is not None and content == self.current.strip() and same_payload:
+            raise forms.ValidationError("That is the learning as the agent wrote it: change it, or approve it as is.")
+        return cleaned
+
+
+class RollbackForm(forms.Form):
+    """The roll-back confirmation's form, as its page renders it (it posts a :class:`DecisionForm`)."""
+
+    reason = _reason_field("Kept in the learning's history and the audit log; nothing is deleted.", first=True)
+
+
+class BulkForm(forms.Form):
+    """A decision on several learnings of one inbox page: each checked one's pin is the
+    hidden ``pin-<id>`` field beside its checkbox."""
+
+    decision = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject")])
+    reason = _reason_field("Required to reject; kept in each learning's history and the audit log.")
+    seen_at = forms.DateTimeField(required=False, widget=forms.HiddenInput)
+    next = forms.CharField(required=False, max_length=2_000, widget=forms.HiddenInput)
+
+    def __init__(self, data: QueryDict, **kwargs: Any) -> None:
+        super().__init__(data, **kwargs)
+        self.fields["reason"].required = False
+        self.records: list[str] = [value[:MAX_ID_CHARS] for value in data.getlist("record")]
+        self.pins: dict[str, Pin] = {}
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if not self.records:
+            raise forms.ValidationError("Tick the learnings to decide on first.")
+        if len(self.records) > MAX_BATCH:
+            raise forms.ValidationError(f"Decide on at most {MAX_BATCH} learnings at once.")
+        if cleaned.get("decision") == "reject" and not (cleaned.get("reason") or "").strip():
+            self.add_error("reason", REASON_NEEDED)
+        field = PinField()
+        for record_id in dict.fromkeys(self.records):
+            try:
+                pin = field.clean(self.data.get(f"pin-{record_id}", ""))
+            except forms.ValidationError as exc:
+                raise forms.ValidationError(exc.messages[0]) from None
+            assert pin is not None
+            self.pins[record_id] = pin
+        return cleaned
+
+    destination = _Decision.destination
+
+
+class ProposalForm(forms.Form):
+    decision = forms.ChoiceField(choices=[("accept", "accept"), ("reject", "reject")])
+    reason = _reason_field("Required to reject; kept with the proposal and in the audit log.")
+    next = forms.CharField(required=False, max_length=2_000, widget=forms.HiddenInput)
+
+    def __init__(self, data: QueryDict | Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(data, **kwargs)
+        self.fields["reason"].required = False
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("decision") == "reject" and not (cleaned.get("reason") or "").strip():
+            self.add_error("reason", "Give a reason: it is kept with the proposal and in the audit log.")
+        return cleaned
+
+    destination = _Decision.destination

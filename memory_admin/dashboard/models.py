@@ -73,6 +73,15 @@ class AuditEntry(models.Model):
         SWEEP = "sweep", "sweep expired records"
         EXPORT = "export", "export records"
         EXPORT_AUDIT = "export_audit", "export the audit log"
+        # a person's decisions on what agents learned (the review pages)
+        APPROVE = "approve", "approve a learning"
+        REJECT = "reject", "reject a learning"
+        EDIT_APPROVE = "edit_approve", "edit and approve a learning"
+        PICK = "pick", "pick a conflict's survivor"
+        ROLLBACK = "rollback", "roll back a learning"
+        PROPOSAL_ACCEPT = "proposal_accept", "accept a gardening proposal"
+        PROPOSAL_REJECT = "proposal_reject", "reject a gardening proposal"
+        EXPORT_LEARNED = "export_learned", "export what agents learned"
         # what the identity provider caused (single sign-on: dashboard/sso/)
         SSO_USER = "sso_user", "identity provider: first sign-in"
         SSO_ROLE_ADD = "sso_role_add", "identity provider: role given"

@@ -126,6 +126,15 @@ class ScopeResolution:
     narrowed_by: Scope | None = None
 
 
+class NoRole(PermissionDenied):
+    """A signed-in account without a dashboard role: it may use no page, and every page
+    says so, the same way (403)."""
+
+    def __init__(self, username: str) -> None:
+        super().__init__(f"{username} is signed in, but the account has no dashboard role yet.")
+        self.username = username
+
+
 class AmbiguousScope(Exception):
     """The asked scope spans several grants; the user picks one of ``options``."""
 
@@ -221,30 +230,36 @@ def role_of(user: User | AnonymousUser) -> Role | None:
 
 def access_context(request: HttpRequest) -> dict[str, Access]:
     """``access`` in every template (the header names the role on every page, error pages
-    included); a view's own ``access`` is the same object."""
+    included); a view's own ``access`` is the same object. An account without a role has
+    none: the page it gets is the one that says so."""
     user = getattr(request, "user", None)
-    return {"access": access_for(request)} if user is not None and user.is_authenticated else {}
+    if user is None or not user.is_authenticated:
+        return {}
+    try:
+        return {"access": access_for(request)}
+    except NoRole:
+        return {}
 
 
 def access_for(request: HttpRequest) -> Access:
-    """The :class:`Access` of the request's user, built once per request."""
+    """The :class:`Access` of the request's user, built once per request; an account
+    without a role is :class:`NoRole` on every page."""
     cached = getattr(request, "_memory_access", None)
     if isinstance(cached, Access):
         return cached
     user = request.user
     role = role_of(user)
     if role is None or not isinstance(user, User):
-        access = Access(username=user.get_username(), role=None, abilities=frozenset())
-    else:
-        abilities = frozenset(a for a in Ability if user.has_perm(a.perm)) | role.abilities
-        grants = tuple(grant.scope for grant in ScopeGrant.objects.filter(user=user))
-        access = Access(
-            username=user.get_username(),
-            role=role,
-            abilities=abilities,
-            grants=grants,
-            all_tenants=Ability.ALL_TENANTS in abilities,
-        )
+        raise NoRole(user.get_username())
+    abilities = frozenset(a for a in Ability if user.has_perm(a.perm)) | role.abilities
+    grants = tuple(grant.scope for grant in ScopeGrant.objects.filter(user=user))
+    access = Access(
+        username=user.get_username(),
+        role=role,
+        abilities=abilities,
+        grants=grants,
+        all_tenants=Ability.ALL_TENANTS in abilities,
+    )
     request._memory_access = access  # type: ignore[attr-defined]
     return access
 

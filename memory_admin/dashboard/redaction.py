@@ -1,26 +1,33 @@
 """What the audit log may keep about forgotten data: keyed hashes, never content.
 
-Two rules, both applied here:
+Three rules, all applied here:
 
 * **A reason never quotes a record.** :func:`quoted_fragment` finds a reason that
   repeats the record's text — :data:`QUOTE_WORDS` or more of its words in a row
   (:data:`QUOTE_MIN_CHARS` characters at least), or any :data:`QUOTE_RUN_CHARS`
   characters of it, ignoring case, spacing and punctuation — and the forms refuse it.
+* **Forgetting removes its content from every reason.** A deletion or an erasure
+  redacts the reasons (and errors) of every entry in the tenant, its own included,
+  against what it forgets (:class:`Forgotten`): each word the forgotten records hold
+  (a number, a code, a name — anything but the commonest English words and single
+  characters), and each number or code written another way, becomes
+  :data:`REMOVED`. So a short identifier the quoting rule let through ("078-05-8227 is
+  wrong") does not outlive the record. Other words stay as the person typed them.
 * **An erased scope's values become keyed hashes.** When a scope is erased, every
   audit entry about it (inside it) gets its scope values (all but the tenant, the
-  grant boundary) replaced by ``hmac:<hex>`` tokens and its reason removed; the
-  erasure's own reason, and every other reason in the tenant, get the erased values
-  replaced by the same tokens. The key is ``MEMORY_ADMIN_AUDIT_KEY`` when set, else
-  derived from ``SECRET_KEY``, so "was user X erased, when, by whom?" stays answerable
-  (:func:`erasures_of`, ``manage.py memory_audit_lookup``) by someone who knows X —
-  and by nobody who only reads the database.
+  grant boundary) replaced by ``hmac:<hex>`` tokens, and so do the same values
+  wherever they stand in the tenant's reasons, the erasure's own included. The key is
+  ``MEMORY_ADMIN_AUDIT_KEY`` when set, else derived from ``SECRET_KEY``, so "was user X
+  erased, when, by whom?" stays answerable (:func:`erasures_of`, ``manage.py
+  memory_audit_lookup``) by someone who knows X — and by nobody who only reads the
+  database.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -29,7 +36,9 @@ from django.utils.crypto import salted_hmac
 
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.errors import MemoryValidationError
+from memory_admin.records import MemoryRecord
 from memory_admin.scope import TENANT_KEY, Scope, canonical_scope, format_scope, parse_scope_text, scope_json
+from memory_admin.tokenize import words
 
 HASH_PREFIX = "hmac:"
 HASH_HEX = 24  # 96 bits: no collisions in any audit log, short enough to read
@@ -80,6 +89,139 @@ def quote_error(fragment: str) -> str:
         f"The reason quotes the record (“{shown}”). The audit log outlives the record, so it must "
         "not repeat its content: say why in your own words, or refer to the record by its id."
     )
+
+
+# --- forgotten content, removed from reasons -----------------------------------------------
+
+REMOVED = "[forgotten]"
+"""What stands in a reason for words of forgotten content."""
+MIN_CODE_CHARS = 4
+"""A number or code at least this long is also found written another way (``078058227``
+for ``078-05-8227``, ``ERSCAN`` of ``ERSCAN48227``)."""
+_SPARED = """a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each few
+    for from further had has have having he her here hers him his how i if in into is it its
+    itself just me more most my no nor not now of off on once only or other our ours out over
+    own same she should so some such than that the their theirs them then there these they
+    this those through to too under until up very was we were what when where which while
+    who whom why will with would you your"""
+SPARED_WORDS = frozenset(_SPARED.split())
+"""The commonest English words: they identify no one, so a reason keeps them even when the
+forgotten records hold them too."""
+_REASON_TOKEN = re.compile(rf"{re.escape(REMOVED)}|{re.escape(HASH_PREFIX)}[0-9a-f]+|[^\W_]+")
+
+
+def _has_digit(word: str) -> bool:
+    return any(ch.isdigit() for ch in word)
+
+
+class Forgotten:
+    """What a deletion or an erasure forgets, as the audit log's reasons are redacted
+    against it: the words of the records' content, key, tags and payload values, folded
+    as search folds them (case and accents ignored; endings count, since a name or a
+    number has none worth ignoring and a common word that shares a stem identifies no
+    one)."""
+
+    def __init__(self, texts: Iterable[str] = ()) -> None:
+        self.words: set[str] = set()
+        self._codes: set[str] = set()  # words with a digit, and runs of them joined
+        self._joined = ""  # the codes, searchable as one text (made when first needed)
+        for text in texts:
+            self.add(text)
+
+    @classmethod
+    def of(cls, records: Iterable[MemoryRecord]) -> Forgotten:
+        return cls(text for record in records for text in record_texts(record))
+
+    def add(self, text: str) -> None:
+        found = words(text)
+        self.words.update(found)
+        run: list[str] = []
+        for word in [*found, ""]:
+            if word and _has_digit(word):
+                run.append(word)
+                continue
+            if run:
+                self._codes.update(run)
+                self._codes.add("".join(run))
+                run = []
+        self._joined = ""
+
+    def identifies(self, word: str) -> bool:
+        """Whether ``word`` (folded) is forgotten content that could identify someone: a
+        word of the forgotten text, unless it is one of :data:`SPARED_WORDS`, a single
+        character or a number of one or two digits; or a number or code of
+        :data:`MIN_CODE_CHARS` characters or more written another way."""
+        if len(word) < 2 or word in SPARED_WORDS or _small_number(word):
+            return False
+        if word in self.words:
+            return True
+        if len(word) < MIN_CODE_CHARS or not self._codes:
+            return False
+        if not self._joined:
+            self._joined = "\x00".join(sorted(self._codes))
+        if word in self._joined:  # part of a forgotten number or code
+            return True
+        return _has_digit(word) and any(
+            word[start : start + size] in self._codes
+            for size in range(MIN_CODE_CHARS, len(word))
+            for start in range(len(word) - size + 1)
+        )
+
+    def redact(self, text: str, *, spare: Iterable[str] = ()) -> str:
+        """``text`` with every word that :meth:`identifies` replaced by :data:`REMOVED`:
+        several in a row, with nothing but spaces, punctuation and small numbers between
+        them (``078-05-8227``), by one. Keyed hashes, earlier removals and the words of
+        ``spare`` stay."""
+        if not text or not self.words:
+            return text
+        spared = {word for value in spare for word in words(value)}
+        tokens = list(_REASON_TOKEN.finditer(text))
+        folded = ["".join(words(token.group())) for token in tokens]
+        hits = [
+            not token.group().startswith((REMOVED, HASH_PREFIX)) and word not in spared and self.identifies(word)
+            for token, word in zip(tokens, folded, strict=True)
+        ]
+        for index, token in enumerate(tokens):  # small numbers between two removals go with them
+            if index and hits[index - 1] and not hits[index] and _small_number(token.group()):
+                following = next((i for i in range(index + 1, len(tokens)) if not _small_number(tokens[i].group())), 0)
+                hits[index] = bool(following) and hits[following]
+        out: list[str] = []
+        last = 0
+        for index, token in enumerate(tokens):
+            between = text[last : token.start()]
+            if not hits[index]:
+                out += [between, token.group()]
+            elif index == 0 or not hits[index - 1]:
+                out += [between, REMOVED]
+            last = token.end()
+        out.append(text[last:])
+        return "".join(out)
+
+
+def _small_number(word: str) -> bool:
+    return len(word) <= 2 and word.isdigit()
+
+
+def record_texts(record: MemoryRecord) -> Iterator[str]:
+    """The text a record forgets: its content, key, tags and its payload's values."""
+    yield record.content
+    if record.key:
+        yield record.key
+    yield from record.tags
+    if record.payload is not None:
+        yield from _strings(record.payload)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 # --- keyed hashes of scope values ---------------------------------------------------------
@@ -152,37 +294,49 @@ def _hashed_scope_text(text: str) -> str:
         return HASH_PREFIX + "unreadable"
 
 
-def removed_reason(erasure_id: int) -> str:
-    return f"(removed when the scope was erased, audit entry #{erasure_id})"
-
-
 @transaction.atomic
-def scrub_erased_scope(erasure: AuditEntry, scope: Mapping[str, str]) -> int:
-    """After ``scope`` was erased: hash its values and drop the reasons of every entry
-    about it, and hash the erased values in the tenant's other reasons. Returns how
-    many entries changed."""
+def scrub_erased_scope(erasure: AuditEntry, scope: Mapping[str, str], forgotten: Forgotten) -> int:
+    """After ``scope`` was erased: hash the scope values of every entry about it (inside
+    it), and in every reason and error of the tenant, the erasure's own included, hash
+    the erased values (and an entry's own hashed ones) and remove the erased records'
+    words (``forgotten``); every other word stays. Returns how many entries changed."""
     canonical = canonical_scope(scope)
     tenant = canonical[TENANT_KEY]
     values = {key: value for key, value in canonical.items() if key != TENANT_KEY}
     changed = 0
     for entry in AuditEntry.objects.select_for_update().filter(tenant=tenant):
         before: tuple[Any, ...] = (entry.scope_json, entry.reason, entry.error, json.dumps(entry.counts))
-        entry_scope = entry.scope
+        # the values written as keyed hashes wherever they stand in the entry's text: the
+        # erased ones, and for an entry about the scope its own, for the receipt the
+        # scopes it lists
+        hashed = values
         if entry.pk == erasure.pk:
-            entry.scope_json = scope_json(hashed_scope(entry_scope))
-            entry.reason = _replace_values(entry.reason, {**values, **_all_values(entry)})
+            hashed = {**values, **_all_values(entry)}
             scope_list = entry.counts.get("scope_list")
             if isinstance(scope_list, list):
                 entry.counts = {**entry.counts, "scope_list": [_hashed_scope_text(str(t)) for t in scope_list]}
-        elif _inside(entry_scope, canonical):
-            entry.scope_json = scope_json(hashed_scope(entry_scope))
-            if entry.reason:
-                entry.reason = removed_reason(erasure.pk)
-        else:
-            entry.reason = _replace_values(entry.reason, values)
-        entry.error = _replace_values(entry.error, values)
+            entry.scope_json = scope_json(hashed_scope(entry.scope))
+        elif _inside(entry.scope, canonical):
+            hashed = {**values, **entry.scope}
+            entry.scope_json = scope_json(hashed_scope(entry.scope))
+        entry.reason = forgotten.redact(_replace_values(entry.reason, hashed))
+        entry.error = forgotten.redact(_replace_values(entry.error, hashed))
         if (entry.scope_json, entry.reason, entry.error, json.dumps(entry.counts)) != before:
             entry.save(update_fields=["scope_json", "reason", "error", "counts"])
+            changed += 1
+    return changed
+
+
+@transaction.atomic
+def scrub_forgotten_content(tenant: str, forgotten: Forgotten) -> int:
+    """After a deletion in ``tenant``: remove the deleted record's words (``forgotten``)
+    from the reason and error of every entry in the tenant. Returns how many changed."""
+    changed = 0
+    for entry in AuditEntry.objects.select_for_update().filter(tenant=tenant):
+        reason, error = forgotten.redact(entry.reason), forgotten.redact(entry.error)
+        if (reason, error) != (entry.reason, entry.error):
+            entry.reason, entry.error = reason, error
+            entry.save(update_fields=["reason", "error"])
             changed += 1
     return changed
 

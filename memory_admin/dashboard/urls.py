@@ -1,7 +1,8 @@
 """The dashboard's URL map (DESIGN.md, "The dashboard").
 
 Pages that only read answer GET; every action that changes memory is a POST-only
-endpoint (``…/run/``, ``/health/sweep/``) behind a confirmation page of its own.
+endpoint (``…/run/``, ``/health/sweep/``) behind a confirmation page of its own (for a
+decision on a learning, the learning's page, or the inbox page it ticks).
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from django.urls import include, path, register_converter
 from memory_admin.dashboard.views import (
     audit,
     browse,
+    compositions,
     curation,
     export,
     health,
+    learnings,
     privacy,
     recall,
     records,
@@ -57,6 +60,21 @@ dashboard_patterns = [
     path("recall/", recall.recall_overview, name="recall"),
     path("recall/events/<int:event_id>/", recall.recall_event, name="recall_event"),
     path("recall/preview/", recall.recall_preview, name="recall_preview"),
+    # what agents learned: review (deciding: curators and up), compositions, over time
+    path("learnings/", learnings.inbox, name="learnings"),
+    path("learnings/decide/run/", learnings.decide_many, name="learnings_decide"),
+    path("learnings/<record_id:record_id>/", learnings.learning, name="learning"),
+    path("learnings/<record_id:record_id>/decide/run/", learnings.decide, name="learning_decide"),
+    path("learnings/<record_id:record_id>/edit/", learnings.edit, name="learning_edit"),
+    path("learnings/<record_id:record_id>/edit/run/", learnings.edit_run, name="learning_edit_run"),
+    path("learnings/<record_id:record_id>/rollback/", learnings.rollback, name="learning_rollback"),
+    path("proposals/<int:proposal_id>/settle/run/", learnings.settle_proposal, name="proposal_settle"),
+    path("learned/", learnings.learned, name="learned"),
+    path("learned/export.csv", learnings.learned_export_csv, name="learned_export_csv"),
+    path("learned/export.jsonl", learnings.learned_export_jsonl, name="learned_export_jsonl"),
+    path("compositions/", compositions.compositions, name="compositions"),
+    path("compositions/prompt/", compositions.composition, name="composition"),
+    path("compositions/diff/", compositions.composition_changes, name="composition_diff"),
     # gardening, audit, export
     path("health/", health.health, name="health"),
     path("health/sweep/", health.sweep, name="sweep"),

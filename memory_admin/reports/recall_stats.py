@@ -102,6 +102,36 @@ def choose_bucket(span: timedelta, requested: str | None = None) -> tuple[str, s
     return names[-1], None
 
 
+@dataclass(frozen=True)
+class BucketRange:
+    """Time buckets from a first to a last moment: their size's name (and a note when a
+    requested size was coarsened), the first bucket's start, how many."""
+
+    name: str
+    note: str | None
+    start: datetime
+    count: int
+
+    @property
+    def size(self) -> timedelta:
+        return BUCKETS[self.name]
+
+    def starts(self) -> list[datetime]:
+        return [self.start + i * self.size for i in range(self.count)]
+
+    def index(self, moment: datetime) -> int | None:
+        """The bucket ``moment`` falls in, or ``None`` outside the range."""
+        position = int((moment - self.start) // self.size)
+        return position if 0 <= position < self.count else None
+
+
+def bucket_range(first: datetime, last: datetime, requested: str | None = None) -> BucketRange:
+    """The buckets that cover ``first`` to ``last`` (:func:`choose_bucket` picks their size)."""
+    name, note = choose_bucket(max(last - first, timedelta(0)), requested)
+    start = floor_time(first, BUCKETS[name])
+    return BucketRange(name, note, start, int((last - start) / BUCKETS[name]) + 1)
+
+
 def label(start: datetime, bucket: str) -> str:
     if bucket in ("hour", "6h"):
         return start.strftime("%m-%d %H:%M")
@@ -219,16 +249,11 @@ def summarize(
     agents = sorted({event.agent for event in events if event.agent})
     if not events and (since is None or until is None):
         return RecallSeries(bucket or "day", [], totals, agents)
-    first = since or min(event.at for event in events)
-    last = until or max(event.at for event in events)
-    chosen, note = choose_bucket(max(last - first, timedelta(0)), bucket)
-    size = BUCKETS[chosen]
-    start = floor_time(first, size)
-    count = int((last - start) / size) + 1
-    buckets = [Bucket(start=start + i * size, label=label(start + i * size, chosen)) for i in range(count)]
+    span = bucket_range(since or min(event.at for event in events), until or max(event.at for event in events), bucket)
+    buckets = [Bucket(start=start, label=label(start, span.name)) for start in span.starts()]
     for event in events:
-        index = int((event.at - start) // size)
-        if 0 <= index < count:
+        index = span.index(event.at)
+        if index is not None:
             buckets[index].add(event)
             totals.add(event)
-    return RecallSeries(chosen, buckets, totals, agents, note)
+    return RecallSeries(span.name, buckets, totals, agents, span.note)

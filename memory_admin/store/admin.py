@@ -16,6 +16,7 @@ from memory_admin.errors import (
     MemoryStoreError,
     MemoryValidationError,
 )
+from memory_admin.promotion import Promotion
 from memory_admin.records import (
     MemoryRecord,
     parse_model,
@@ -26,7 +27,7 @@ from memory_admin.store.arguments import (
     check_count,
     check_id,
 )
-from memory_admin.store.batch import BatchReads, check_import_slots
+from memory_admin.store.batch import BatchReads, check_import_slots, check_limits
 from memory_admin.store.core import MAX_CHAIN_LENGTH, StoreCore
 from memory_admin.store.event_log import forget_in_log
 from memory_admin.store.protocol import (
@@ -84,14 +85,7 @@ class BaseAdminStore(StoreCore):
             )
         parsed = [parse_model(MemoryRecord, record, what=f"record {i}") for i, record in enumerate(records)]
         for index, record in enumerate(parsed):
-            if len(record.content) > caps.max_content_chars:
-                raise MemoryLimitError(
-                    f"Record {index} ({record.id}): content has {len(record.content)} characters; "
-                    f"{caps.backend} holds at most {caps.max_content_chars}.",
-                    index=index,
-                    limit=caps.max_content_chars,
-                    size=len(record.content),
-                )
+            check_limits(index, record, caps, f"Record {index} ({record.id})")
         repeated = [record_id for record_id, n in Counter(r.id for r in parsed).items() if n > 1]
         if repeated:
             raise MemoryValidationError(
@@ -121,6 +115,7 @@ class BaseAdminStore(StoreCore):
             check_import_slots(reads, fresh)
             if fresh:
                 yield from s.insert(fresh)
+                yield from s.add_candidates(fresh)
                 yield from self._store_vectors(s, fresh, [vectors[r.id] for r in fresh] if vectors else [])
             return len(fresh)
 
@@ -209,18 +204,21 @@ class BaseAdminStore(StoreCore):
     def _sweep_expired(self, canonical: Scope) -> Steps[Work, int]:
         now = self._clock()
 
-        def steps(s: Session) -> Steps[Statement, int]:
+        def steps(s: Session) -> Steps[Statement, tuple[int, list[Promotion]]]:
             doomed = yield from s.expired_ids(canonical, now)
             if not doomed:
-                return 0
+                return 0, []
             yield from s.begin_forgetting()
+            promoted = yield from self._promoted_among(s, doomed)
             for record_id in doomed:
                 yield from s.delete(record_id)
             # forgotten as a delete forgets: expired is as gone as deleted
             yield from forget_in_log(s, canonical[TENANT_KEY], doomed, self._clock)
-            return len(doomed)
+            return len(doomed), promoted
 
-        swept: int = yield Unit("write", steps)
+        done: tuple[int, list[Promotion]] = yield Unit("write", steps)
+        swept, promoted = done
+        self._log_forgotten_demotions(promoted, "expired")
         if swept:
             yield from self._scrub(f"{swept} expired records")
         return swept

@@ -36,6 +36,7 @@ from memory_admin.events import (
     agent_of,
     preview,
 )
+from memory_admin.promotion import Promotion, Transition
 from memory_admin.records import (
     MemoryHit,
     MemoryRecord,
@@ -49,7 +50,8 @@ from memory_admin.store.admin import BaseAdminStore
 from memory_admin.store.arguments import check_id, clean_reason
 from memory_admin.store.batch import BatchReads, plan_batch, validate_batch, write_events
 from memory_admin.store.core import MAX_MENTIONS
-from memory_admin.store.event_log import BaseEventLogStore, forget_in_log
+from memory_admin.store.event_log import forget_in_log
+from memory_admin.store.learnings import BaseLearningStore, demote_invalidated
 from memory_admin.store.protocol import ErasureReport, SearchQueryLike, WriteInputLike
 from memory_admin.store.session import Invalidation, PlannedBatch, Session, Statement, Unit, Work
 from memory_admin.tokenize import tokenize, unique_words
@@ -82,7 +84,7 @@ def search_event(
     )
 
 
-class BaseMemoryStore(BaseEventLogStore, BaseAdminStore):
+class BaseMemoryStore(BaseLearningStore, BaseAdminStore):
     """The public API of every backend, written once (see the module docstring and
     :class:`~memory_admin.store.core.StoreCore` for what a backend implements)."""
 
@@ -100,13 +102,15 @@ class BaseMemoryStore(BaseEventLogStore, BaseAdminStore):
         blobs = yield from self._document_vectors(items)
         batch: PlannedBatch = yield Unit("write", lambda s: self._write_steps(s, items, blobs))
         self._emit_all(write_events(batch))
+        self._emit_learnings(batch.demoted)
         return batch.records
 
     def _write_steps(
         self, s: Session, items: list[MemoryWriteInput], blobs: Sequence[bytes] = ()
     ) -> Steps[Statement, PlannedBatch]:
         """Read (and lock) what the batch names, plan it, apply it — the records' vectors
-        (``blobs``, in input order) in the same transaction."""
+        (``blobs``, in input order), the targeted ones' birth as candidates and the
+        demotion of promoted predecessors in the same transaction."""
         slots = [(item.scope, item.kind, item.key) for item in items if item.key is not None]
         named = sorted({item.supersedes for item in items if item.supersedes})
         scopes = [item.scope for item in items]
@@ -117,7 +121,23 @@ class BaseMemoryStore(BaseEventLogStore, BaseAdminStore):
         if batch.invalidations:
             yield from s.invalidate(batch.invalidations)
         yield from s.insert(batch.records)
+        yield from s.add_candidates(batch.records)
         yield from self._store_vectors(s, batch.records, blobs)
+        if batch.invalidations:
+            before = reads.get_many(change.record_id for change in batch.invalidations)
+            invalidated = [
+                before[change.record_id].model_copy(
+                    update={
+                        "invalid_at": change.at,
+                        "invalid_reason": change.reason,
+                        "superseded_by": change.superseded_by,
+                        "updated_at": change.at,
+                    }
+                )
+                for change in batch.invalidations
+                if change.record_id in before
+            ]
+            batch.demoted = yield from demote_invalidated(s, invalidated)
         return batch
 
     def get(self, record_id: str) -> MemoryRecord | None:
@@ -168,14 +188,17 @@ class BaseMemoryStore(BaseEventLogStore, BaseAdminStore):
         check_id(record_id)
         cleaned = clean_reason(reason)
 
-        def steps(s: Session) -> Steps[Statement, MemoryRecord]:
+        def steps(s: Session) -> Steps[Statement, tuple[MemoryRecord, list[tuple[MemoryRecord, Transition]]]]:
             current = (yield from s.get_many([record_id], lock=True)).get(record_id)
             result, change = self._invalidation(record_id, current, cleaned)
-            if change is not None:
-                yield from s.invalidate([change])
-            return result
+            if change is None:
+                return result, []
+            yield from s.invalidate([change])
+            return result, (yield from demote_invalidated(s, [result]))
 
-        record: MemoryRecord = yield Unit("write", steps)
+        done: tuple[MemoryRecord, list[tuple[MemoryRecord, Transition]]] = yield Unit("write", steps)
+        record, demoted = done
+        self._emit_learnings(demoted)
         return record
 
     def _invalidation(
@@ -202,16 +225,19 @@ class BaseMemoryStore(BaseEventLogStore, BaseAdminStore):
     def _delete(self, record_id: str) -> Steps[Work, bool]:
         check_id(record_id)
 
-        def steps(s: Session) -> Steps[Statement, bool]:
+        def steps(s: Session) -> Steps[Statement, tuple[bool, list[Promotion]]]:
             tenant = yield from s.tenant_of(record_id)
             if tenant is None:
-                return False
+                return False, []
             yield from s.begin_forgetting()
+            promoted = yield from self._promoted_among(s, [record_id])
             yield from s.delete(record_id)
             yield from forget_in_log(s, tenant, [record_id], self._clock)
-            return True
+            return True, promoted
 
-        existed: bool = yield Unit("write", steps)
+        done: tuple[bool, list[Promotion]] = yield Unit("write", steps)
+        existed, promoted = done
+        self._log_forgotten_demotions(promoted, "deleted")
         if existed:
             yield from self._scrub(f"Record {record_id}")
         return existed
@@ -240,6 +266,7 @@ class BaseMemoryStore(BaseEventLogStore, BaseAdminStore):
             by_kind = yield from s.kind_counts(ids)
             sample = yield from s.newest_ids(ids, 10)
             events = yield from s.erase_events(canonical, dry_run=dry_run)
+            registrations = yield from s.erase_compositions(canonical, dry_run=dry_run)
             if not dry_run:
                 erased = yield from s.ids_in_scopes(ids)
                 yield from s.drop_scopes(ids)
@@ -254,6 +281,7 @@ class BaseMemoryStore(BaseEventLogStore, BaseAdminStore):
                 scopes=sorted((found for _, found in scopes), key=scope_json),
                 sample_ids=sample,
                 at=now,
+                registrations=registrations,
             )
 
         report: ErasureReport = yield Unit("snapshot" if dry_run else "write", steps)

@@ -16,13 +16,64 @@ from memory_admin.errors import (
     MemoryValidationError,
 )
 from memory_admin.events import MemoryWriteEvent, agent_of
-from memory_admin.records import MemoryRecord, MemoryWriteInput, parse_model, trusted_record
+from memory_admin.records import (
+    MAX_ID_CHARS,
+    MAX_REASON_CHARS,
+    MAX_SUPPORTS,
+    MemoryRecord,
+    MemoryWriteInput,
+    parse_model,
+    payload_chars,
+    trusted_record,
+)
 from memory_admin.scope import Scope, scope_json
 from memory_admin.store.ids import IdFactory
 from memory_admin.store.protocol import MemoryStoreCapabilities, WriteInputLike
 from memory_admin.store.session import Invalidation, PlannedBatch, Slot
 
 Clock = Callable[[], datetime]
+
+
+def check_limits(index: int, item: MemoryWriteInput | MemoryRecord, caps: MemoryStoreCapabilities, what: str) -> None:
+    """``item`` — ``what`` names it in the error: ``Input 3`` — within every bound a
+    record is held to beyond its model's own: the backend's content and payload limits
+    (:class:`MemoryLimitError`) and, for a record imported as it is, its
+    lifecycle fields (:class:`MemoryValidationError`)."""
+    if len(item.content) > caps.max_content_chars:
+        raise MemoryLimitError(
+            f"{what}: content has {len(item.content)} characters; {caps.backend} holds at most "
+            f"{caps.max_content_chars}. Store one fact per record.",
+            index=index,
+            limit=caps.max_content_chars,
+            size=len(item.content),
+        )
+    if item.payload is not None and (size := payload_chars(item.payload)) > caps.max_payload_chars:
+        raise MemoryLimitError(
+            f"{what}: the payload has {size} characters of JSON; {caps.backend} holds at most "
+            f"{caps.max_payload_chars}. Keep the structured form short: the content carries the fact.",
+            index=index,
+            limit=caps.max_payload_chars,
+            size=size,
+        )
+    if isinstance(item, MemoryRecord):
+        ids = f"at most {MAX_ID_CHARS} characters"
+        problems = [
+            {"loc": f"{index}.{name}", "msg": msg}
+            for name, over, msg in (
+                (
+                    "invalid_reason",
+                    len(item.invalid_reason or "") > MAX_REASON_CHARS,
+                    f"at most {MAX_REASON_CHARS} characters",
+                ),
+                ("supersedes", len(item.supersedes or "") > MAX_ID_CHARS, ids),
+                ("superseded_by", len(item.superseded_by or "") > MAX_ID_CHARS, ids),
+                ("supports", len(item.supports) > MAX_SUPPORTS, f"at most {MAX_SUPPORTS} provenances"),
+            )
+            if over
+        ]
+        if problems:
+            summary = "; ".join(f"{p['loc'].partition('.')[2]}: {p['msg']}" for p in problems)
+            raise MemoryValidationError(f"{what}: {summary}.", problems)
 
 
 def validate_batch(inputs: Sequence[WriteInputLike], caps: MemoryStoreCapabilities) -> list[MemoryWriteInput]:
@@ -40,15 +91,7 @@ def validate_batch(inputs: Sequence[WriteInputLike], caps: MemoryStoreCapabiliti
         )
     items = [parse_model(MemoryWriteInput, item, what=f"input {i}") for i, item in enumerate(inputs)]
     for index, item in enumerate(items):
-        if len(item.content) > caps.max_content_chars:
-            raise MemoryLimitError(
-                f"Input {index}: content has {len(item.content)} characters; "
-                f"{caps.backend} holds at most {caps.max_content_chars}. "
-                "Store one fact per record.",
-                index=index,
-                limit=caps.max_content_chars,
-                size=len(item.content),
-            )
+        check_limits(index, item, caps, f"Input {index}")
     return items
 
 

@@ -27,6 +27,7 @@ from memory_admin.events import (
     AnyEvent,
     EventSink,
 )
+from memory_admin.promotion import DemotionCause, Promotion
 from memory_admin.records import (
     MEANING_MODES,
     SEARCH_MODES,
@@ -79,8 +80,11 @@ MAX_QUERY_TOKENS = 64
 
 MAX_CHAIN_LENGTH = 1000
 DEFAULT_MAX_CONTENT_CHARS = 10_000
+DEFAULT_MAX_PAYLOAD_CHARS = 20_000
 DEFAULT_MAX_LIMIT = 1000
 DEFAULT_MAX_BATCH = 10_000
+MAX_PROMOTED = 2000
+"""Promoted records a composition reads at most for one scope (its budgets hold far fewer)."""
 MAX_MENTIONS = 25
 """Records an erasure's dry run lists as naming the scope elsewhere in the tenant."""
 AUTO_EMBEDDER = "auto"
@@ -95,7 +99,9 @@ def full_capabilities(backend: str) -> MemoryStoreCapabilities:
         erasure=True,
         admin=True,
         events=True,
+        promotion=True,
         max_content_chars=DEFAULT_MAX_CONTENT_CHARS,
+        max_payload_chars=DEFAULT_MAX_PAYLOAD_CHARS,
         max_limit=DEFAULT_MAX_LIMIT,
         max_batch=DEFAULT_MAX_BATCH,
     )
@@ -396,6 +402,15 @@ class StoreCore(ABC):
     def flush_events(self) -> None:
         """Commit every event this process has emitted to this store's log (written once,
         in :mod:`.event_log`): a forgetting calls it first, so it reaches them too."""
+
+    @abstractmethod
+    def _promoted_among(self, s: Session, ids: Sequence[str]) -> Steps[Statement, list[Promotion]]:
+        """In a unit about to forget ``ids``: the promoted ones (written once, in
+        :mod:`.learnings`)."""
+
+    @abstractmethod
+    def _log_forgotten_demotions(self, promoted: Sequence[Promotion], cause: DemotionCause) -> None:
+        """After such a unit commits: their demote events (written once, in :mod:`.learnings`)."""
 
     @abstractmethod
     def _commit_events(self, events: Sequence[AnyEvent], lost: int) -> int:

@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from memory_admin.errors import (
     CapabilityError,
+    MemoryValidationError,
 )
 from memory_admin.events import (
     AnyEvent,
@@ -34,6 +35,7 @@ from memory_admin.events import (
     deliver,
 )
 from memory_admin.records import (
+    holds_lone_surrogate,
     parse_model,
 )
 from memory_admin.scope import TENANT_KEY
@@ -203,6 +205,12 @@ class BaseEventLogStore(StoreCore):
         parsed = [
             parse_model(StoredEvent, event, what=f"event {i}") for i, event in enumerate(check_list(events, "events"))
         ]
+        for index, stored in enumerate(parsed):
+            if holds_lone_surrogate(stored.event):
+                raise MemoryValidationError(
+                    f"Event {index} holds a lone surrogate (not valid Unicode); nothing was imported.",
+                    [{"loc": f"{index}.event", "msg": "invalid Unicode text"}],
+                )
         if not parsed:
             return 0
         self.flush_events()

@@ -9,14 +9,27 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Container, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from memory_admin.events import AnyEvent, EventQuery, StoredEvent, event_matches, forget_records
-from memory_admin.records import KINDS, MemoryHit, MemoryRecord
+from memory_admin.promotion import (
+    Promotion,
+    PromotionQuery,
+    PromotionState,
+    Proposal,
+    ProposalInput,
+    ProposalStatus,
+    RegisteredComposition,
+    Transition,
+    TransitionQuery,
+    candidate_birth,
+    state_after,
+)
+from memory_admin.records import KINDS, MemoryHit, MemoryRecord, Provenance
 from memory_admin.scope import TENANT_KEY, Scope, is_subset_match, scope_json, scope_matches, visible_to_agent
 from memory_admin.steps import Steps
 from memory_admin.store import ranking
@@ -54,18 +67,32 @@ class _State:
     forgetting: dict[str, datetime] = field(default_factory=dict)
     vectors: dict[str, bytes] = field(default_factory=dict)
     space: VectorSpace | None = None
+    promotions: dict[str, Promotion] = field(default_factory=dict)
+    """Current promotion states, by record id (records are attached when read)."""
+    history: dict[str, list[Transition]] = field(default_factory=dict)
+    compositions: dict[str, tuple[str, str, datetime]] = field(default_factory=dict)
+    uses: list[RegisteredComposition] = field(default_factory=list)
+    proposals: dict[int, Proposal] = field(default_factory=dict)
+    next_proposal: int = 1
 
 
 def _context(record: MemoryRecord) -> Hashable:
     return context(scope_json(record.scope), record.observed_at)
 
 
-def passes_filters(record: MemoryRecord, plan: SearchPlan) -> bool:
-    """Every non-text filter of a search plan, for one record."""
+def reaches(record: MemoryRecord, plan: SearchPlan) -> bool:
+    """The plan's scope match and agent convention admit ``record``."""
     query = plan.query
-    if not scope_matches(record.scope, query.scope, query.scope_match):
+    return scope_matches(record.scope, query.scope, query.scope_match) and visible_to_agent(record.scope, query.agent)
+
+
+def passes_filters(record: MemoryRecord, plan: SearchPlan, promoted: Container[str] = ()) -> bool:
+    """Every non-text filter of a search plan, for one record (``promoted``: the ids of
+    the records whose promotion state is ``promoted``)."""
+    query = plan.query
+    if not reaches(record, plan):
         return False
-    if not visible_to_agent(record.scope, query.agent):
+    if query.promoted is not None and (record.id in promoted) != query.promoted:
         return False
     if query.kinds is not None and record.kind not in query.kinds:
         return False
@@ -108,6 +135,13 @@ class _Session:
         self._handles: dict[int, Scope] = {}
         self._vectors: dict[str, bytes] = {}
         self._space: list[VectorSpace | None] = []  # a change of the vector space, when set
+        self._promotions: dict[str, Promotion] = {}
+        self._history: dict[str, list[Transition]] = {}
+        self._compositions: dict[str, tuple[str, str, datetime]] = {}
+        self._uses: list[RegisteredComposition] = []
+        self._erased_uses: list[Scope] = []
+        self._proposals: dict[int, Proposal] = {}
+        self._replaced: set[str] = set()
 
     def _current(self, record_id: str) -> MemoryRecord | None:
         if record_id in self._deletes:
@@ -227,7 +261,8 @@ class _Session:
         return no_statements([Candidate(h.record.id, h.score or 0.0, h.terms, _context(h.record)) for h in hits])
 
     def count(self, plan: SearchPlan) -> Steps[Statement, ScopeCounts]:
-        records = [row.record for row in self._state.rows.values() if passes_filters(row.record, plan)]
+        promoted = self._store._promoted_ids(plan)
+        records = [row.record for row in self._state.rows.values() if passes_filters(row.record, plan, promoted)]
         by_kind = Counter(r.kind for r in records)
         return no_statements(
             ScopeCounts(
@@ -338,7 +373,8 @@ class _Session:
             and (blob := self._vector(r.id)) is not None
         ]
         mean = centre(centre_keys(reached), len(reached), space.dimensions) if plan.by_centre else None
-        admitted = {r.id: r for r in self._records() if passes_filters(r, plan)}
+        promoted = self._store._promoted_ids(plan)
+        admitted = {r.id: r for r in self._records() if passes_filters(r, plan, promoted)}
         rows = [(record_id, blob) for record_id in admitted if (blob := self._vector(record_id)) is not None]
         found = closest(plan.vector, rows, space.dimensions, limit, mean, by_centre=plan.by_centre)
         return no_statements(
@@ -358,6 +394,242 @@ class _Session:
 
     def optimize(self) -> Steps[Statement, None]:
         return no_statements(None)
+
+    # --- learnings ---------------------------------------------------------------------
+
+    def _promotion(self, record_id: str) -> Promotion | None:
+        if self._current(record_id) is None:
+            return None
+        return self._promotions.get(record_id) or self._state.promotions.get(record_id)
+
+    def _transitions(self, record_id: str) -> list[Transition]:
+        if record_id in self._replaced:
+            return list(self._history[record_id])
+        return [*self._state.history.get(record_id, ()), *self._history.get(record_id, ())]
+
+    def promotion_states(self, ids: Sequence[str], *, lock: bool = False) -> Steps[Statement, dict[str, Promotion]]:
+        found = {}
+        for record_id in ids:
+            promotion, record = self._promotion(record_id), self._current(record_id)
+            if promotion is not None and record is not None:
+                found[record_id] = promotion.model_copy(update={"record": record})
+        return no_statements(found)
+
+    def add_candidates(self, records: Sequence[MemoryRecord]) -> Steps[Statement, None]:
+        for record in records:
+            if record.target is not None:
+                birth = candidate_birth(record)
+                self._promotions[record.id] = state_after(record, birth, primitive=record.target.primitive)
+                self._history[record.id] = [birth]
+        return no_statements(None)
+
+    def add_transitions(self, transitions: Sequence[Transition]) -> Steps[Statement, None]:
+        for transition in transitions:
+            current = self._promotion(transition.record_id)
+            record = self._current(transition.record_id)
+            assert current is not None and record is not None
+            self._promotions[transition.record_id] = state_after(record, transition, primitive=current.primitive)
+            self._history.setdefault(transition.record_id, []).append(transition)
+        return no_statements(None)
+
+    def _as_of(self, record_id: str, as_of: datetime | None) -> Promotion | None:
+        current = self._promotion(record_id)
+        if current is None or as_of is None:
+            return current
+        then = [t for t in self._transitions(record_id) if t.at <= as_of]
+        if not then:
+            return None
+        record = self._current(record_id)
+        assert record is not None
+        return state_after(record, then[-1], primitive=current.primitive)
+
+    def _reached_promotions(self, plan: SearchPlan, as_of: datetime | None) -> list[tuple[Promotion, MemoryRecord]]:
+        found = []
+        for record_id in [*self._state.promotions, *(i for i in self._promotions if i not in self._state.promotions)]:
+            record = self._current(record_id)
+            if record is None or not reaches(record, plan):
+                continue
+            promotion = self._as_of(record_id, as_of)
+            if promotion is not None:
+                found.append((promotion, record))
+        return found
+
+    def _listed(self, query: PromotionQuery, plan: SearchPlan) -> list[tuple[Promotion, MemoryRecord]]:
+        as_of = query.as_of
+        found = []
+        for promotion, record in self._reached_promotions(plan, as_of):
+            if query.primitives is not None and promotion.primitive not in query.primitives:
+                continue
+            if query.tiers is not None and promotion.tier not in query.tiers:
+                continue
+            if query.record_ids is not None and record.id not in query.record_ids:
+                continue
+            if as_of is not None and record.created_at > as_of:
+                continue
+            invalid = record.invalid_at is not None and (as_of is None or record.invalid_at <= as_of)
+            if invalid and not query.include_invalidated:
+                continue
+            found.append((promotion, record))
+        return found
+
+    def list_promotions(
+        self, query: PromotionQuery, plan: SearchPlan, cursor: Cursor | None, limit: int
+    ) -> Steps[Statement, list[tuple[Promotion, int]]]:
+        found = [
+            (promotion, record)
+            for promotion, record in self._listed(query, plan)
+            if query.states is None or promotion.state in query.states
+        ]
+        found.sort(key=lambda item: (now_us(item[0].at), self._seq(item[1].id)), reverse=True)
+        if cursor is not None:
+            bound = (cursor.created_us or 0, cursor.seq or 0)
+            found = [item for item in found if (now_us(item[0].at), self._seq(item[1].id)) < bound]
+        return no_statements(
+            [
+                (promotion.model_copy(update={"record": record}), self._seq(record.id))
+                for promotion, record in found[:limit]
+            ]
+        )
+
+    def count_promotions(self, query: PromotionQuery, plan: SearchPlan) -> Steps[Statement, dict[str, int]]:
+        return no_statements(dict(Counter(promotion.state for promotion, _ in self._listed(query, plan))))
+
+    def list_transitions(
+        self, query: TransitionQuery, plan: SearchPlan, cursor: tuple[int, int, int] | None
+    ) -> Steps[Statement, list[tuple[Transition, int]]]:
+        found = []
+        for promotion, record in self._reached_promotions(plan, None):
+            for transition in self._transitions(promotion.record_id):
+                if query.states is not None and transition.state not in query.states:
+                    continue
+                if query.since is not None and transition.at < query.since:
+                    continue
+                if query.until is not None and transition.at >= query.until:
+                    continue
+                key = (now_us(transition.at), self._seq(record.id), transition.revision)
+                if cursor is None or key < cursor:
+                    found.append((key, transition))
+        found.sort(key=lambda item: item[0], reverse=True)
+        return no_statements([(transition, key[1]) for key, transition in found[: query.limit + 1]])
+
+    def transition_moments(
+        self, query: TransitionQuery, plan: SearchPlan
+    ) -> Steps[Statement, list[tuple[datetime, PromotionState]]]:
+        listed = yield from self.list_transitions(query, plan, None)
+        return [(transition.at, transition.state) for transition, _ in listed[: query.limit]]
+
+    def restore_history(self, transitions: Sequence[Transition]) -> Steps[Statement, None]:
+        record_id = transitions[0].record_id
+        current, record = self._promotion(record_id), self._current(record_id)
+        assert current is not None and record is not None
+        self._replaced.add(record_id)  # the history is replaced at commit, not added to
+        self._history[record_id] = list(transitions)
+        self._promotions[record_id] = state_after(record, transitions[-1], primitive=current.primitive)
+        return no_statements(None)
+
+    def record_transitions(self, record_id: str) -> Steps[Statement, list[Transition]]:
+        return no_statements(self._transitions(record_id) if self._current(record_id) is not None else [])
+
+    def promoted_records(self, plan: SearchPlan, as_of: datetime | None) -> Steps[Statement, list[MemoryRecord]]:
+        found = [record for promotion, record in self._reached_promotions(plan, as_of) if promotion.state == "promoted"]
+        found.sort(key=lambda record: (now_us(record.created_at), self._seq(record.id)))
+        return no_statements(found[: plan.limit])
+
+    def promoted_fingerprint(self, plan: SearchPlan) -> Steps[Statement, tuple[Any, ...]]:
+        found = sorted(
+            (record.id, promotion.revision, len(record.supports))
+            for promotion, record in self._reached_promotions(plan, None)
+            if promotion.state == "promoted"
+        )
+        return no_statements(tuple(found))
+
+    def set_supports(self, record_id: str, supports: Sequence[Provenance]) -> Steps[Statement, None]:
+        current = self._current(record_id)
+        assert current is not None
+        self._updates[record_id] = current.model_copy(update={"supports": tuple(supports)})
+        return no_statements(None)
+
+    def put_composition(self, version: str, name: str, body: str, at: datetime) -> Steps[Statement, None]:
+        if version not in self._state.compositions:
+            self._compositions.setdefault(version, (name, body, at))
+        return no_statements(None)
+
+    def composition_body(self, version: str) -> Steps[Statement, tuple[str, str] | None]:
+        found = self._compositions.get(version) or self._state.compositions.get(version)
+        return no_statements(None if found is None else (found[0], found[1]))
+
+    def add_composition_use(self, scope: Scope, version: str, at: datetime) -> Steps[Statement, None]:
+        name = (self._compositions.get(version) or self._state.compositions[version])[0]
+        self._uses.append(RegisteredComposition(version=version, name=name, scope=scope, registered_at=at))
+        return no_statements(None)
+
+    def composition_uses(
+        self, scope: Scope, exact: bool, as_of: datetime | None
+    ) -> Steps[Statement, list[RegisteredComposition]]:
+        uses = [
+            use
+            for use in [*self._state.uses, *self._uses]
+            if (use.scope == scope if exact else is_subset_match(use.scope, scope))
+            and (as_of is None or use.registered_at <= as_of)
+        ]
+        return no_statements(sorted(uses, key=lambda use: use.registered_at, reverse=True))
+
+    def erase_compositions(self, scope: Scope, *, dry_run: bool) -> Steps[Statement, int]:
+        if not dry_run:
+            self._erased_uses.append(scope)
+        return no_statements(sum(1 for use in self._state.uses if is_subset_match(use.scope, scope)))
+
+    def _all_proposals(self) -> list[Proposal]:
+        merged = {**self._state.proposals, **self._proposals}
+        return [p for _, p in sorted(merged.items()) if self._current(p.record_id) is not None]
+
+    def add_proposals(self, proposals: Sequence[ProposalInput], at: datetime) -> Steps[Statement, list[Proposal]]:
+        taken = {(p.record_id, p.kind) for p in self._all_proposals()}
+        made = []
+        for proposal in proposals:
+            record = self._current(proposal.record_id)
+            if record is None or (proposal.record_id, proposal.kind) in taken:
+                continue
+            other = proposal.other_id if proposal.other_id and self._current(proposal.other_id) else None
+            pid = self._state.next_proposal + len(self._proposals)
+            stored = Proposal(
+                id=pid,
+                kind=proposal.kind,
+                record_id=proposal.record_id,
+                other_id=other,
+                scope=record.scope,
+                status="pending",
+                reason=proposal.reason,
+                evidence=proposal.evidence,
+                by=proposal.by,
+                at=at,
+            )
+            self._proposals[pid] = stored
+            taken.add((proposal.record_id, proposal.kind))
+            made.append(stored)
+        return no_statements(made)
+
+    def list_proposals(
+        self, plan: SearchPlan, statuses: Sequence[ProposalStatus] | None, before: int | None, limit: int
+    ) -> Steps[Statement, list[Proposal]]:
+        found = []
+        for proposal in reversed(self._all_proposals()):
+            record = self._current(proposal.record_id)
+            if record is None or not reaches(record, plan):
+                continue
+            if (statuses is None or proposal.status in statuses) and (before is None or proposal.id < before):
+                found.append(proposal)
+        return no_statements(found[:limit])
+
+    def get_proposal(self, proposal_id: int, *, lock: bool = False) -> Steps[Statement, Proposal | None]:
+        return no_statements(next((p for p in self._all_proposals() if p.id == proposal_id), None))
+
+    def settle_proposal(self, settled: Proposal) -> Steps[Statement, None]:
+        self._proposals[settled.id] = settled
+        return no_statements(None)
+
+    def lock_learnings(self, tenant: str) -> Steps[Statement, None]:
+        return no_statements(None)  # the store's lock serialises units
 
     def commit(self) -> None:
         state = self._state
@@ -381,6 +653,22 @@ class _Session:
         for record_id, record in self._updates.items():
             if record_id in state.rows:
                 state.rows[record_id].record = record
+        state.compositions.update(self._compositions)
+        state.uses = [u for u in state.uses if not any(is_subset_match(u.scope, e) for e in self._erased_uses)]
+        state.uses.extend(self._uses)
+        for record_id, promotion in self._promotions.items():
+            if record_id not in self._deletes:
+                state.promotions[record_id] = promotion
+        for record_id, added in self._history.items():
+            if record_id in self._deletes:
+                continue
+            if record_id in self._replaced:
+                state.history[record_id] = list(added)
+            else:
+                state.history.setdefault(record_id, []).extend(added)
+        fresh = [pid for pid in self._proposals if pid not in state.proposals]
+        state.proposals.update(self._proposals)
+        state.next_proposal = max([state.next_proposal, *(pid + 1 for pid in fresh)])
         for record in self._inserts:
             terms = _terms(record)
             length = sum(terms.values())
@@ -412,8 +700,19 @@ class InMemoryMemoryStore(BaseMemoryStore):
             yield session, _no_sql
             session.commit()
 
+    def _promoted_ids(self, plan: SearchPlan) -> set[str]:
+        """The records promoted now, when the plan filters on it."""
+        if plan.query.promoted is None:
+            return set()
+        return {record_id for record_id, found in self._state.promotions.items() if found.state == "promoted"}
+
     def _remove(self, record_id: str) -> None:
         self._state.vectors.pop(record_id, None)
+        self._state.promotions.pop(record_id, None)
+        self._state.history.pop(record_id, None)
+        for pid, proposal in list(self._state.proposals.items()):
+            if record_id in (proposal.record_id, proposal.other_id):
+                del self._state.proposals[pid]
         row = self._state.rows.pop(record_id, None)
         if row is not None:
             doc_freq = self._state.doc_freq
@@ -439,7 +738,8 @@ class InMemoryMemoryStore(BaseMemoryStore):
 
     def _list(self, plan: SearchPlan) -> tuple[list[MemoryHit], Cursor | None]:
         with self._lock:
-            rows = [row for row in self._state.rows.values() if passes_filters(row.record, plan)]
+            promoted = self._promoted_ids(plan)
+            rows = [row for row in self._state.rows.values() if passes_filters(row.record, plan, promoted)]
             if plan.ranked:
                 tokens = set(plan.tokens)
                 scored = [(self._bm25(row, plan.tokens), row) for row in rows if tokens & row.terms.keys()]

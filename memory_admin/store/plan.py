@@ -20,6 +20,11 @@ def now_us(moment: datetime) -> int:
     return (int(moment.timestamp()) * 1_000_000) + moment.microsecond
 
 
+def from_us(value: int) -> datetime:
+    """The UTC time of a count of microseconds since the epoch (:func:`now_us` inverted)."""
+    return datetime.fromtimestamp(value // 1_000_000, UTC).replace(microsecond=value % 1_000_000)
+
+
 @dataclass(frozen=True)
 class Cursor:
     """Where the next page starts: after ``(created_us, seq)`` for a recency listing,
@@ -85,9 +90,12 @@ class SearchPlan:
 
     @property
     def empty(self) -> bool:
-        """True when the plan can match nothing: ``limit=0``, or a query without tokens
-        (no letters or digits, so it shares no token with any record)."""
-        return self.limit == 0 or (self.ranked and not self.tokens)
+        """True when the plan can match nothing: ``limit=0``, a query without tokens (no
+        letters or digits, so it shares no token with any record), or an empty list of
+        ``kinds`` or ``keys`` (a record must have one of those listed: there is none).
+        Such a plan is answered without reaching a backend."""
+        query = self.query
+        return self.limit == 0 or (self.ranked and not self.tokens) or query.kinds == () or query.keys == ()
 
     @property
     def offset(self) -> int:
@@ -130,4 +138,4 @@ def context_day(where: Hashable) -> int | None:
     return int(where[1]) if isinstance(where, tuple) else None
 
 
-__all__ = ["MAX_CURSOR_VALUE", "Candidate", "Cursor", "SearchPlan", "context", "context_day", "now_us"]
+__all__ = ["MAX_CURSOR_VALUE", "Candidate", "Cursor", "SearchPlan", "context", "context_day", "from_us", "now_us"]

@@ -15,13 +15,29 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_admin.composition import AgentComposition, Overlay, RenderedPrompt
 from memory_admin.errors import CapabilityError
 from memory_admin.events import AnyEvent, EventLogStats, EventQuery, EventSink, StoredEvent
+from memory_admin.promotion import (
+    Decision,
+    DecisionOutcome,
+    Promotion,
+    PromotionPage,
+    PromotionState,
+    Proposal,
+    ProposalInput,
+    ProposalPage,
+    ProposalStatus,
+    RegisteredComposition,
+    Transition,
+    TransitionPage,
+)
 from memory_admin.records import (
     MemoryHit,
     MemoryRecord,
     MemorySearchQuery,
     MemoryWriteInput,
+    Provenance,
     SearchMode,
     UtcDatetime,
 )
@@ -48,9 +64,15 @@ class MemoryStoreCapabilities(_Frozen):
     erasure: bool = False
     admin: bool = False
     events: bool = False
+    promotion: bool = False
     max_content_chars: int
+    """A record's content, in characters."""
+    max_payload_chars: int
+    """A record's payload, in characters of its compact JSON (:func:`~memory_admin.records.payload_chars`)."""
     max_limit: int
+    """Hits one search returns."""
     max_batch: int
+    """Inputs one write (records one import) takes."""
 
 
 class EmbeddingStatus(_Frozen):
@@ -80,6 +102,7 @@ class MemoryNeeds(_Frozen):
     erasure: bool = False
     admin: bool = False
     events: bool = False
+    promotion: bool = False
 
 
 def require_memory(store: MemoryStore, needs: MemoryNeeds) -> MemoryStoreCapabilities:
@@ -94,7 +117,7 @@ def require_memory(store: MemoryStore, needs: MemoryNeeds) -> MemoryStoreCapabil
     # a hybrid backend serves keyword and semantic needs alike
     if needs.search is not None and caps.search not in (needs.search, "hybrid"):
         missing.append(f"search={needs.search}")
-    for flag in ("erasure", "admin", "events"):
+    for flag in ("erasure", "admin", "events", "promotion"):
         if getattr(needs, flag) and not getattr(caps, flag):
             missing.append(flag)
     if missing:
@@ -137,6 +160,8 @@ class MemoryStore(Protocol):
         by relevance (BM25-family) then recency. Without:
         a recency listing, newest first, ties in reverse batch order. Invalidated records
         are excluded unless ``include_invalidated``; expired records never appear.
+        ``kinds`` and ``keys`` keep records with one of the values listed (an empty list
+        keeps none), ``tags`` those holding every tag listed (an empty list keeps all).
         ``limit=0`` returns ``[]``; a negative limit or one above the backend's maximum
         is a validation error.
 
@@ -196,6 +221,9 @@ class ErasureReport(_Frozen):
     scopes: list[Scope]
     sample_ids: list[str] = Field(default_factory=list)
     at: UtcDatetime
+    registrations: int = 0
+    """Composition registrations of scopes under it (the compositions themselves stay:
+    they are authored configuration, not memory)."""
     mentions: list[str] = Field(default_factory=list)
     """A dry run only: ids of records in *other* scopes of the tenant whose text names the
     scope's values (``user=mei`` → "mei") — by their words, never by meaning. Erasure
@@ -402,8 +430,243 @@ class EventLogStore(MemoryStore, Protocol):
         ...
 
 
+# --- the promotion extension ----------------------------------------------------------
+
+
 @runtime_checkable
-class FullMemoryStore(ErasableMemoryStore, AdminMemoryStore, EventLogStore, Protocol):
+class PromotionMemoryStore(MemoryStore, Protocol):
+    """Learnings: the promotion state of targeted records and the compositions hosts
+    register (``capabilities().promotion``).
+
+    Every record written with a ``target`` is a *candidate*. The store keeps each one's
+    current state (:data:`~memory_admin.promotion.PromotionState`) and every transition
+    it made — who, when, why, on what evidence, against which overlay — beside the record,
+    gone with it on delete and erasure, so the promotions at any past time are a replay
+    (``as_of``). An invalidated or superseded promoted record is demoted in the same
+    transaction, an expired one by the first read that finds it (cause ``expired``), and
+    each emits ``agent.memory.demote``; a promotion emits ``agent.memory.promote``.
+    """
+
+    def register_composition(self, composition: AgentComposition, scope: Mapping[str, str]) -> str:
+        """Keep ``composition`` (by its version, a content hash) and note that ``scope``
+        runs it from now on, unless it already did; returns the version. The store then
+        holds every version a host composed with: replays and the dashboard need no
+        access to the host's files."""
+        ...
+
+    def composition(self, version: str) -> AgentComposition | None:
+        """A registered composition by version; ``None`` for one never registered."""
+        ...
+
+    def compositions(
+        self, scope: Mapping[str, str], *, exact: bool = False, as_of: datetime | None = None
+    ) -> list[RegisteredComposition]:
+        """Registrations for exactly ``scope`` or (not ``exact``) every scope containing
+        its pairs, newest first; only those made by ``as_of`` when given."""
+        ...
+
+    def overlay(self, composition: AgentComposition, records: Sequence[MemoryRecord]) -> Overlay:
+        """:func:`~memory_admin.composition.apply_memory_overlay` of ``records`` into
+        ``composition``, folded once per distinct composition and set of records while the
+        store object keeps it (a forgetting drops what it keeps)."""
+        ...
+
+    def prompt(self, overlay: Overlay) -> RenderedPrompt:
+        """:func:`~memory_admin.composition.render_prompt` of ``overlay``, rendered once per
+        overlay version while the store object keeps it (a forgetting drops it)."""
+        ...
+
+    def registered_composition(
+        self, scope: Mapping[str, str], *, as_of: datetime | None = None
+    ) -> AgentComposition | None:
+        """The composition registered last for exactly ``scope`` (by ``as_of`` when given),
+        ``None`` when none was."""
+        ...
+
+    def corroborate(self, record_id: str, provenance: Provenance | Mapping[str, Any]) -> MemoryRecord:
+        """Append ``provenance`` to the record's ``supports`` (a recurrence sighting) and
+        return the record. The same provenance twice counts once; an invalidated or
+        expired record is a :class:`~memory_admin.errors.MemoryConflictError`."""
+        ...
+
+    def decide(
+        self, decisions: Sequence[Decision | Mapping[str, Any]], *, all_or_nothing: bool = False
+    ) -> list[DecisionOutcome]:
+        """Apply each decision (a move of one record into a state) in one transaction,
+        and say per decision whether it applied or why not: ``not_found``,
+        ``not_candidate`` (no target), ``moved`` (its :class:`~memory_admin.promotion.Pin`
+        no longer holds: the record's revision or state, or the overlay of the pinned
+        composition), ``not_allowed`` (:data:`~memory_admin.promotion.MOVES`; promoting an
+        invalid record, one without a tier or a locked one; rejecting or demoting without
+        a reason) or ``needs_person`` (a guarded-tier promotion not decided by a person).
+        A refused decision changes nothing; the others apply — or, ``all_or_nothing``, none
+        does: the first refusal raises :class:`~memory_admin.errors.MemoryConflictError`."""
+        ...
+
+    def promote(self, record_id: str, *, actor: str, **fields: Any) -> Promotion:
+        """One promotion (:meth:`decide`); a refusal raises (``MemoryConflictError`` for a
+        pin that moved or a person's decision needed, ``MemoryValidationError`` for a move
+        not allowed, ``MemoryNotFoundError``)."""
+        ...
+
+    def reject(self, record_id: str, *, actor: str, reason: str, **fields: Any) -> Promotion:
+        """One rejection, with its reason; refusals raise as :meth:`promote`'s."""
+        ...
+
+    def demote(self, record_id: str, *, actor: str, reason: str, **fields: Any) -> Promotion:
+        """Roll one promoted record back (cause ``rollback``): it leaves the composition
+        and stays, valid, in the recall tier. Nothing is deleted."""
+        ...
+
+    def promotion(self, record_id: str) -> Promotion | None:
+        """The record's promotion state now, with the record; ``None`` when it carries no
+        target or does not exist."""
+        ...
+
+    def promotion_history(self, record_id: str) -> list[Transition]:
+        """Every transition of the record, its birth as a candidate first."""
+        ...
+
+    def promotions(
+        self,
+        scope: Mapping[str, str],
+        *,
+        as_of: datetime | None = None,
+        states: Sequence[PromotionState] | None = None,
+        **filters: Any,
+    ) -> PromotionPage:
+        """Promotion states (with their records) of the targeted records under ``scope``,
+        newest decision first, keyset-paged (``cursor``, ``limit``). Filters: ``states``,
+        ``scope_match`` and ``agent`` (as in search), ``primitives``, ``tiers``,
+        ``record_ids``, ``include_invalidated``; ``as_of`` lists the states as they stood
+        then."""
+        ...
+
+    def count_promotions(
+        self, scope: Mapping[str, str], *, as_of: datetime | None = None, **filters: Any
+    ) -> dict[PromotionState, int]:
+        """How many of a :meth:`promotions` listing are in each state."""
+        ...
+
+    def transitions(
+        self,
+        scope: Mapping[str, str],
+        *,
+        since: datetime | None = None,
+        states: Sequence[PromotionState] | None = None,
+        **filters: Any,
+    ) -> TransitionPage:
+        """The transitions of the records under ``scope``, newest first, keyset-paged:
+        "what did it learn this week" (``since``, ``until``, ``states``)."""
+        ...
+
+    def transition_moments(
+        self,
+        scope: Mapping[str, str],
+        *,
+        since: datetime | None = None,
+        states: Sequence[PromotionState] | None = None,
+        **filters: Any,
+    ) -> list[tuple[datetime, PromotionState]]:
+        """When each transition of :meth:`transitions` happened and into which state, newest
+        first, up to ``limit`` (default 100) — the same filters, no cursor: what a chart of
+        learning over time counts, without each transition's reason and evidence."""
+        ...
+
+    def promoted_records(
+        self,
+        scope: Mapping[str, str],
+        *,
+        agent: str | None = None,
+        scope_match: ScopeMatch = "visible",
+        as_of: datetime | None = None,
+    ) -> list[MemoryRecord]:
+        """The records promoted and live (valid, unexpired) for ``scope`` — with visible
+        match its own and those shared above it, never a sibling's; the agent convention
+        applied — oldest first (a bounded, indexed read). ``as_of``: those promoted and
+        live then. Demotes a promoted record it finds expired."""
+        ...
+
+    def import_learnings(
+        self,
+        histories: Sequence[Sequence[Transition | Mapping[str, Any]]],
+        registrations: Sequence[tuple[AgentComposition, RegisteredComposition]] = (),
+    ) -> int:
+        """Restore another store's learnings after its records were imported (a copy):
+        each record's whole promotion history, and compositions with their registrations,
+        times included; a registration already present is skipped. Returns how many
+        histories it restored."""
+        ...
+
+    def propose(self, proposals: Sequence[ProposalInput | Mapping[str, Any]]) -> list[Proposal]:
+        """Keep the gardening pass's proposals, pending, for a person to accept or reject;
+        returns those stored. A record gets one proposal of a kind, ever: one a person
+        rejected is not made again, one about an unknown record is dropped. A proposal
+        goes with its record (and with the record a merge names)."""
+        ...
+
+    def proposals(
+        self,
+        scope: Mapping[str, str],
+        *,
+        statuses: Sequence[ProposalStatus] | None = ("pending",),
+        scope_match: ScopeMatch = "subset",
+        agent: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> ProposalPage:
+        """Proposals about the records under ``scope`` (pending ones by default), newest
+        first, keyset-paged."""
+        ...
+
+    def proposal(self, proposal_id: int) -> Proposal | None:
+        """One proposal by its id, whatever its status; ``None`` for an unknown id (or one
+        gone with its record). A caller confines it by its ``scope``."""
+        ...
+
+    def settle_proposal(self, proposal_id: int, *, accepted: bool, actor: str, reason: str | None = None) -> Proposal:
+        """Mark a pending proposal accepted or rejected by ``actor`` (once: a settled one
+        is a :class:`~memory_admin.errors.MemoryConflictError`). Settling records the
+        decision; acting on it is the caller's (:mod:`memory_admin.learning.garden`)."""
+        ...
+
+    async def aregister_composition(self, composition: AgentComposition, scope: Mapping[str, str]) -> str: ...
+    async def acorroborate(self, record_id: str, provenance: Provenance | Mapping[str, Any]) -> MemoryRecord: ...
+    async def adecide(
+        self, decisions: Sequence[Decision | Mapping[str, Any]], *, all_or_nothing: bool = False
+    ) -> list[DecisionOutcome]: ...
+    async def apromote(self, record_id: str, *, actor: str, **fields: Any) -> Promotion: ...
+    async def areject(self, record_id: str, *, actor: str, reason: str, **fields: Any) -> Promotion: ...
+    async def ademote(self, record_id: str, *, actor: str, reason: str, **fields: Any) -> Promotion: ...
+    async def apromotion(self, record_id: str) -> Promotion | None: ...
+    async def apromotions(
+        self,
+        scope: Mapping[str, str],
+        *,
+        as_of: datetime | None = None,
+        states: Sequence[PromotionState] | None = None,
+        **filters: Any,
+    ) -> PromotionPage: ...
+    async def atransitions(
+        self,
+        scope: Mapping[str, str],
+        *,
+        since: datetime | None = None,
+        states: Sequence[PromotionState] | None = None,
+        **filters: Any,
+    ) -> TransitionPage: ...
+    async def apromoted_records(
+        self,
+        scope: Mapping[str, str],
+        *,
+        agent: str | None = None,
+        scope_match: ScopeMatch = "visible",
+        as_of: datetime | None = None,
+    ) -> list[MemoryRecord]: ...
+
+
+@runtime_checkable
+class FullMemoryStore(ErasableMemoryStore, AdminMemoryStore, EventLogStore, PromotionMemoryStore, Protocol):
     """A store with every extension: what the dashboard, copies between stores and the
     conformance kit work with. Every bundled backend is one."""
 

@@ -16,7 +16,18 @@ from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from memory_admin.events import AnyEvent, EventQuery, StoredEvent
-from memory_admin.records import MemoryHit, MemoryRecord
+from memory_admin.promotion import (
+    Promotion,
+    PromotionQuery,
+    PromotionState,
+    Proposal,
+    ProposalInput,
+    ProposalStatus,
+    RegisteredComposition,
+    Transition,
+    TransitionQuery,
+)
+from memory_admin.records import MemoryHit, MemoryRecord, Provenance
 from memory_admin.scope import Scope
 from memory_admin.steps import Steps
 from memory_admin.store.plan import Candidate, Cursor, SearchPlan
@@ -67,10 +78,11 @@ class Invalidation:
 @dataclass
 class PlannedBatch:
     """A write batch resolved against the store: the records to insert (input order) and
-    the predecessors to invalidate."""
+    the predecessors to invalidate; once applied, the promoted predecessors it demoted."""
 
     records: list[MemoryRecord] = field(default_factory=list)
     invalidations: list[Invalidation] = field(default_factory=list)
+    demoted: list[tuple[MemoryRecord, Transition]] = field(default_factory=list)
 
 
 class Session(Protocol):
@@ -176,6 +188,119 @@ class Session(Protocol):
         ...
 
     def optimize(self) -> Steps[Statement, None]: ...
+
+    # --- learnings: promotion state, compositions ---------------------------------------
+
+    def promotion_states(self, ids: Sequence[str], *, lock: bool = False) -> Steps[Statement, dict[str, Promotion]]:
+        """The current promotion states of these records (those that have one: targeted
+        records), without their records; ``lock`` holds them until the write unit ends."""
+        ...
+
+    def add_candidates(self, records: Sequence[MemoryRecord]) -> Steps[Statement, None]:
+        """In the unit that inserted them: every targeted record among ``records`` becomes
+        a candidate (revision 0, at its creation)."""
+        ...
+
+    def add_transitions(self, transitions: Sequence[Transition]) -> Steps[Statement, None]:
+        """Each transition becomes its record's current state (its state, tier, revision
+        and time) and joins the record's history."""
+        ...
+
+    def list_promotions(
+        self, query: PromotionQuery, plan: SearchPlan, cursor: Cursor | None, limit: int
+    ) -> Steps[Statement, list[tuple[Promotion, int]]]:
+        """Up to ``limit`` promotion states (with their records) under the plan's scope
+        (its match and agent convention), the query's filters applied, newest decision
+        first, after ``cursor`` (``(at, key)`` of the last one seen), each with its
+        record's key; as they stood at ``query.as_of`` when it is set."""
+        ...
+
+    def count_promotions(self, query: PromotionQuery, plan: SearchPlan) -> Steps[Statement, dict[str, int]]:
+        """How many of the query's promotions are in each state (its ``states`` filter aside)."""
+        ...
+
+    def list_transitions(
+        self, query: TransitionQuery, plan: SearchPlan, cursor: tuple[int, int, int] | None
+    ) -> Steps[Statement, list[tuple[Transition, int]]]:
+        """Up to ``query.limit + 1`` transitions of records under the plan's scope, newest
+        first, each with its record's key (for the next cursor: ``(at, key, revision)``)."""
+        ...
+
+    def transition_moments(
+        self, query: TransitionQuery, plan: SearchPlan
+    ) -> Steps[Statement, list[tuple[datetime, PromotionState]]]:
+        """The time and state of up to ``query.limit`` transitions :meth:`list_transitions`
+        would list (no cursor), newest first."""
+        ...
+
+    def record_transitions(self, record_id: str) -> Steps[Statement, list[Transition]]:
+        """Every transition of one record, oldest first."""
+        ...
+
+    def promoted_records(self, plan: SearchPlan, as_of: datetime | None) -> Steps[Statement, list[MemoryRecord]]:
+        """The records in the plan's reach (scope match, agent convention) whose state is
+        ``promoted`` (at ``as_of``, or now), oldest first, at most ``plan.limit``; the
+        caller keeps the valid ones."""
+        ...
+
+    def promoted_fingerprint(self, plan: SearchPlan) -> Steps[Statement, tuple[Any, ...]]:
+        """A cheap summary of the records promoted now in the plan's reach (which, their
+        moves, their corroborations): equal summaries, equal :meth:`promoted_records`
+        but for expiry, which the caller checks."""
+        ...
+
+    def set_supports(self, record_id: str, supports: Sequence[Provenance]) -> Steps[Statement, None]: ...
+
+    def restore_history(self, transitions: Sequence[Transition]) -> Steps[Statement, None]:
+        """One record's whole history, as another store kept it (a copy): it replaces the
+        record's own (its birth as a candidate at the import), the last transition its
+        current state."""
+        ...
+
+    def put_composition(self, version: str, name: str, body: str, at: datetime) -> Steps[Statement, None]:
+        """Keep a composition's body under its version (once: a version is its content)."""
+        ...
+
+    def composition_body(self, version: str) -> Steps[Statement, tuple[str, str] | None]:
+        """A kept composition's name and body, ``None`` for an unknown version."""
+        ...
+
+    def add_composition_use(self, scope: Scope, version: str, at: datetime) -> Steps[Statement, None]: ...
+
+    def composition_uses(
+        self, scope: Scope, exact: bool, as_of: datetime | None
+    ) -> Steps[Statement, list[RegisteredComposition]]:
+        """Registrations of compositions: for exactly ``scope`` (``exact``), or for every
+        scope containing its pairs; newest first; those made by ``as_of`` when it is set."""
+        ...
+
+    def erase_compositions(self, scope: Scope, *, dry_run: bool) -> Steps[Statement, int]:
+        """Count (dry run) or delete the composition registrations under ``scope``."""
+        ...
+
+    def add_proposals(self, proposals: Sequence[ProposalInput], at: datetime) -> Steps[Statement, list[Proposal]]:
+        """Store the proposals whose records exist and that are new: one of a kind per
+        record ever (a proposal a person rejected is not made again). Returns those stored."""
+        ...
+
+    def list_proposals(
+        self, plan: SearchPlan, statuses: Sequence[ProposalStatus] | None, before: int | None, limit: int
+    ) -> Steps[Statement, list[Proposal]]:
+        """Up to ``limit`` proposals about records in the plan's reach, newest first (by
+        id), with an id below ``before`` when given."""
+        ...
+
+    def get_proposal(self, proposal_id: int, *, lock: bool = False) -> Steps[Statement, Proposal | None]: ...
+
+    def settle_proposal(self, settled: Proposal) -> Steps[Statement, None]:
+        """Store a proposal's settlement (its status, when, who, why)."""
+        ...
+
+    def lock_learnings(self, tenant: str) -> Steps[Statement, None]:
+        """First in a unit that changes promotion states of ``tenant``: such units run one
+        at a time per tenant, so a decision pinned to an overlay sees the promotions that
+        make it (where one write lock does not already serialise every unit)."""
+        ...
 
     # --- vectors (recall by meaning) -------------------------------------------------
 

@@ -5,6 +5,9 @@ and the whole event log from one store into another, page by page, through the
 verbatim imports (:meth:`~BaseMemoryStore.import_records`,
 :meth:`~BaseMemoryStore.import_events`): ids, timestamps, invalidation chains and their
 tombstones, and event ids arrive unchanged, so links and dashboard URLs keep working.
+Learnings travel too (:meth:`~BaseMemoryStore.import_learnings`): every candidate's
+promotion history and the compositions registered, with their times. Gardening proposals
+waiting for a person do not: run the pass again on the copy.
 Stop the writers first: a record invalidated after it was copied stays valid in the copy.
 """
 
@@ -32,6 +35,8 @@ class CopyReport:
     records: int = 0
     skipped: int = 0
     events: int = 0
+    histories: int = 0
+    """Promotion histories restored (one per targeted record)."""
 
 
 def copy_store(
@@ -72,6 +77,8 @@ def copy_store(
             if len(pending) >= batch_size:
                 _flush(target, pending, resume, report, progress)
         _flush(target, pending, resume, report, progress)
+        if source.capabilities().promotion and target.capabilities().promotion:
+            _copy_learnings(source, target, tenant, report)
     if with_events:
         before: int | None = None
         while page := source.query_events(EventQuery(before_id=before, limit=EVENT_PAGE, include_previews=True)):
@@ -97,6 +104,27 @@ def _flush(
     pending.clear()
     if progress is not None:
         progress(report)
+
+
+def _copy_learnings(source: BaseMemoryStore, target: BaseMemoryStore, tenant: str, report: CopyReport) -> None:
+    """A tenant's promotion histories and composition registrations, after its records."""
+    scope = {TENANT_KEY: tenant}
+    cursor: str | None = None
+    while True:
+        page = source.promotions(scope, include_invalidated=True, limit=500, cursor=cursor)
+        histories = [source.promotion_history(p.record_id) for p in page.promotions]
+        if histories:
+            report.histories += target.import_learnings(histories)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    registrations = []
+    for use in reversed(source.compositions(scope)):  # oldest first, as they were made
+        composition = source.composition(use.version)
+        if composition is not None:
+            registrations.append((composition, use))
+    if registrations:
+        target.import_learnings([], registrations)
 
 
 def _tenants(store: BaseMemoryStore) -> list[str]:

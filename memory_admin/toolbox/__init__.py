@@ -1,4 +1,4 @@
-"""The agent's memory tools: save, search, list, get and invalidate, bound to one scope.
+"""The agent's memory tools: save, search, list, get, invalidate and learnings, bound to one scope.
 
 :class:`MemoryToolbox` is built by the host for one conversation, with the scope the
 host derives from who the conversation is for. The model never names a scope: no tool
@@ -22,8 +22,13 @@ and may not exceed 10, and the whole answer stays under the policy's character c
 ``memory_get`` answers a missing, deleted, foreign-scope, invalidated or expired id
 with one byte-identical not-found, so the agent learns nothing about records it may
 not see. A second ``memory_save`` with the same target in the same scope returns a
-conflict envelope (supersede the holder, or choose another target) instead of a
-duplicate. Policy gates (memory disabled, incognito, agent reads disabled) deny
+conflict envelope instead of a duplicate: supersede the holder, corroborate it (this
+conversation's provenance joins its ``supports``: recurrence evidence for promotion), or
+choose another target. A learning a person approved into the agent's composition (the
+guarded tier) is not the agent's to retire: ``memory_invalidate`` and a superseding save
+answer ``needs_review``. ``memory_learnings`` lists what was promoted, demoted, sent for
+review or rejected since a time, with content and provenance, bounded like every read.
+Policy gates (memory disabled, incognito, agent reads disabled) deny
 before any storage call. There is no delete tool: forgetting is a host operation.
 """
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -21,6 +21,7 @@ from memory_admin.errors import (
     MemoryStoreError,
     MemoryValidationError,
 )
+from memory_admin.promotion import Promotion, TransitionPage
 from memory_admin.records import (
     MemoryRecord,
     MemorySearchQuery,
@@ -35,18 +36,23 @@ from memory_admin.store.protocol import MemoryStore
 from memory_admin.toolbox.results import (
     bounded_results,
     dumps,
+    learning_item,
     not_found,
     project,
     tool_error,
 )
 from memory_admin.toolbox.tools import (
     DENIAL_MESSAGES,
+    LEARNING_CHANGES,
+    LEARNINGS_DAYS,
+    MAX_TOOL_ARGUMENT_CHARS,
     TARGET_SCAN_LIMIT,
     TOOL_NAMES,
     TOOL_SOURCE,
     TOOL_SPECS,
     GetArgs,
     InvalidateArgs,
+    LearningsArgs,
     ListArgs,
     MemoryPolicy,
     ReadFilters,
@@ -66,9 +72,10 @@ log = logging.getLogger(__name__)
 class StoreCall:
     """One store call a tool needs; the sync and async dispatchers run it."""
 
-    method: Literal["get", "search", "write", "invalidate"]
+    method: Literal["get", "search", "write", "invalidate", "promotion", "corroborate", "transitions"]
     args: tuple[Any, ...]
     quiet: bool = False  # a host-side lookup, not an agent search: no search event
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 ToolSteps = Steps[StoreCall, dict[str, Any]]
@@ -76,7 +83,7 @@ ToolSteps = Steps[StoreCall, dict[str, Any]]
 
 
 class MemoryToolbox:
-    """The five memory tools for one conversation, bound to one scope.
+    """The six memory tools for one conversation, bound to one scope.
 
     ``scope`` is where saves go and what reads see (with visible match, the records
     shared above it too); ``agent`` is the author of saves and applies the agent
@@ -149,6 +156,12 @@ class MemoryToolbox:
         if denial is not None:
             return tool_error("policy_denied", DENIAL_MESSAGES[denial], reason=denial)
         if isinstance(arguments, str):
+            if len(arguments) > MAX_TOOL_ARGUMENT_CHARS:
+                return tool_error(
+                    "too_large",
+                    f"The arguments hold {len(arguments)} characters; a memory tool takes at most "
+                    f"{MAX_TOOL_ARGUMENT_CHARS}. Save one short fact at a time.",
+                )
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except (RecursionError, ValueError) as exc:  # bad JSON, too deep, or a number past int limits
@@ -169,13 +182,18 @@ class MemoryToolbox:
     def _run(self, call: StoreCall) -> Any:
         if call.method == "search" and call.quiet:
             return self.store.search(*call.args, emit_event=False)
-        return getattr(self.store, call.method)(*call.args)
+        return getattr(self.store, call.method)(*call.args, **call.options)
 
     async def _arun(self, call: StoreCall) -> Any:
         if call.method == "search" and call.quiet:
             return await self.store.asearch(*call.args, emit_event=False)
         method: Callable[..., Coroutine[Any, Any, Any]] = getattr(self.store, "a" + call.method)
-        return await method(*call.args)
+        return await method(*call.args, **call.options)
+
+    @property
+    def _learning(self) -> bool:
+        """The store keeps promotion state (:class:`~memory_admin.store.protocol.PromotionMemoryStore`)."""
+        return self.store.capabilities().promotion
 
     def _failure(self, name: str, exc: Exception) -> dict[str, Any]:
         if isinstance(exc, MemoryNotFoundError | MemoryScopeError):
@@ -253,16 +271,30 @@ class MemoryToolbox:
             return not_found()
         if record.scope != self.scope:
             return _not_writable()
+        if (yield from self._guarded(record)):
+            return _needs_review()
         updated: MemoryRecord = yield StoreCall("invalidate", (args.id, args.reason))
         return {"ok": True, "invalidated": updated.id}
 
+    def _guarded(self, record: MemoryRecord) -> Steps[StoreCall, bool]:
+        """Whether ``record`` is a guarded-tier learning a person approved: only a person
+        takes it back out (the removal bar equals the addition bar)."""
+        if record.target is None or not self._learning:
+            return False
+        found: Promotion | None = yield StoreCall("promotion", (record.id,))
+        return found is not None and found.state == "promoted" and found.tier == "guarded"
+
     def _memory_save(self, args: SaveArgs) -> ToolSteps:
+        if args.corroborates is not None:
+            return (yield from self._corroborate(args.corroborates))
         if args.supersedes is not None:
             old = self._visible((yield StoreCall("get", (args.supersedes,))))
             if old is None:
                 return not_found()
             if old.scope != self.scope:
                 return _not_writable()
+            if (yield from self._guarded(old)):
+                return _needs_review()
         if args.target is not None:
             holder = yield from self._target_holder(args)
             if holder is not None:
@@ -291,28 +323,81 @@ class MemoryToolbox:
                 return record
         return None
 
+    def _corroborate(self, record_id: str) -> ToolSteps:
+        """This conversation confirms a memory: its provenance joins the record's supports
+        (recurrence evidence for promotion); nothing new is saved."""
+        if not self._learning:
+            return tool_error("unsupported", "This memory cannot record confirmations; save a new memory instead.")
+        record = self._visible((yield StoreCall("get", (record_id,))))
+        if record is None:
+            return not_found()
+        confirmed: MemoryRecord = yield StoreCall("corroborate", (record_id, self.provenance))
+        return {"ok": True, "corroborated": project(confirmed, self.scope), "supports": len(confirmed.supports)}
+
     def _conflict(self, holder: MemoryRecord, args: SaveArgs) -> dict[str, Any]:
         existing: dict[str, Any] = {"id": holder.id}
         if self.policy.agent_reads:
             existing = project(holder, self.scope)
+        resolutions = [
+            {
+                "action": "supersede",
+                "how": f"call memory_save again with the same arguments and supersedes={holder.id!r}",
+            },
+            {"action": "rekey", "how": "call memory_save again with a different target (or none)"},
+        ]
+        if self._learning:
+            resolutions.insert(
+                1,
+                {
+                    "action": "corroborate",
+                    "how": f"if this conversation confirms what it says, call memory_save again with "
+                    f"corroborates={holder.id!r} (nothing new is saved)",
+                },
+            )
         return tool_error(
             "conflict",
-            "A memory already holds this target; nothing was saved. Supersede it or choose another target.",
+            "A memory already holds this target; nothing was saved. Supersede it, confirm it, "
+            "or choose another target.",
             existing=existing,
-            resolutions=[
-                {
-                    "action": "supersede",
-                    "how": f"call memory_save again with the same arguments and supersedes={holder.id!r}",
-                },
-                {"action": "rekey", "how": "call memory_save again with a different target (or none)"},
-            ],
+            resolutions=resolutions,
         )
+
+    def _memory_learnings(self, args: LearningsArgs) -> ToolSteps:
+        if not self._learning:
+            return {"ok": True, "results": [], "count": 0, "truncated": False, "omitted": 0}
+        since = args.since or self._clock() - timedelta(days=LEARNINGS_DAYS)
+        changes = list(args.changes or LEARNING_CHANGES)
+        page: TransitionPage = yield StoreCall(
+            "transitions",
+            (self.view,),
+            options={
+                "since": since,
+                "states": changes,
+                "scope_match": self.scope_match,
+                "agent": self.agent,
+                "limit": args.limit,
+            },
+        )
+        items = []
+        for transition in page.transitions:
+            record: MemoryRecord | None = yield StoreCall("get", (transition.record_id,))
+            items.append(learning_item(transition, record, self.scope))
+        result = bounded_results(items, self.policy.max_result_chars)
+        return {**result, "since": since.isoformat(), "more": page.next_cursor is not None}
 
 
 def _reason(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return exc.msg
     return "nested too deeply" if isinstance(exc, RecursionError) else "a number is too long"
+
+
+def _needs_review() -> dict[str, Any]:
+    return tool_error(
+        "needs_review",
+        "A person approved this learning into your configuration; only a person can take it back out. "
+        "Tell the user what is wrong with it, and they can review it.",
+    )
 
 
 def _not_writable() -> dict[str, Any]:

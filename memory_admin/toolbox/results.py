@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from memory_admin.promotion import Transition
 from memory_admin.records import (
     MemoryRecord,
 )
@@ -109,4 +110,43 @@ def project(record: MemoryRecord, bound: Scope, *, full: bool = False) -> dict[s
         if record.expires_at is not None:
             item["expires_at"] = record.expires_at.isoformat()
         item["provenance"] = record.provenance.model_dump(mode="json", exclude_none=True)
+    return item
+
+
+LEARNING_WORDS = {
+    "promoted": "promoted into your configuration",
+    "demoted": "demoted out of your configuration",
+    "pending_review": "waiting for a person's review",
+    "rejected": "rejected",
+}
+
+
+def learning_item(transition: Transition, record: MemoryRecord | None, bound: Scope) -> dict[str, Any]:
+    """One learning as the agent sees it: what changed, when and why, and the memory with
+    where it came from (``None`` once the memory is forgotten)."""
+    item: dict[str, Any] = {
+        "id": transition.record_id,
+        "change": transition.state,
+        "meaning": LEARNING_WORDS.get(transition.state, transition.state),
+        "at": transition.at.isoformat(),
+        "by": "a person"
+        if transition.by == "person"
+        else "the promotion gates"
+        if transition.by == "gate"
+        else "memory",
+    }
+    if transition.reason:
+        item["reason"] = transition.reason
+    if transition.cause:
+        item["cause"] = transition.cause
+    if record is None:
+        item["forgotten"] = True
+        return item
+    item["content"] = record.content
+    if record.target is not None:
+        item["target"] = record.target.model_dump(mode="json")
+    item["provenance"] = record.provenance.model_dump(mode="json", exclude_none=True)
+    if record.supports:
+        item["seen_in"] = len({p.conversation_id or p.run_id for p in (record.provenance, *record.supports)} - {None})
+    item["shared"] = record.scope != bound
     return item

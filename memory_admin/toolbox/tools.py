@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from memory_admin.records import (
     MAX_ID_CHARS,
@@ -17,6 +17,7 @@ from memory_admin.records import (
     MAX_TAGS,
     Kind,
     MemoryTarget,
+    payload_chars,
 )
 
 TOOL_SOURCE = "agent-toolbox"
@@ -26,13 +27,22 @@ DEFAULT_RESULT_CHARS = 6000
 MIN_RESULT_CHARS = 1000
 MAX_TOOL_QUERY_CHARS = 1000
 MAX_TOOL_CONTENT_CHARS = 4000
+MAX_TOOL_PAYLOAD_CHARS = 4000
+"""A saved payload, in characters of its compact JSON."""
+MAX_TOOL_ARGUMENT_CHARS = 64_000
+"""A call's arguments as the JSON text a model sends: every argument at its bound fits,
+escaped; anything longer is refused before it is parsed."""
 TARGET_SCAN_LIMIT = 1000
 """A targeted save compares its target with this many of the scope's newest targeted
 records (the store filters on having a target, not on which one)."""
 
 NOT_FOUND_MESSAGE = "No memory with that id is available here."
-ToolName = Literal["memory_save", "memory_search", "memory_list", "memory_get", "memory_invalidate"]
-READ_TOOLS: frozenset[str] = frozenset({"memory_search", "memory_list", "memory_get"})
+ToolName = Literal["memory_save", "memory_search", "memory_list", "memory_get", "memory_invalidate", "memory_learnings"]
+READ_TOOLS: frozenset[str] = frozenset({"memory_search", "memory_list", "memory_get", "memory_learnings"})
+LEARNINGS_DAYS = 7
+"""How far back memory_learnings looks when the agent names no time."""
+LearningChange = Literal["promoted", "demoted", "pending_review", "rejected"]
+LEARNING_CHANGES: tuple[LearningChange, ...] = ("promoted", "demoted", "pending_review", "rejected")
 
 
 class MemoryPolicy(BaseModel):
@@ -113,7 +123,16 @@ class SaveArgs(_Args):
         description="Optional proposal of where this learning belongs in your configuration.",
     )
     payload: dict[str, JsonValue] | None = Field(
-        default=None, description="Structured form of an example or awareness target."
+        default=None,
+        description=f"Structured form of an example or awareness target (at most {MAX_TOOL_PAYLOAD_CHARS} "
+        "characters of JSON).",
+    )
+    corroborates: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        description="The id of a memory this conversation confirms (offered when a save conflicts): it is "
+        "counted as seen again, and nothing new is saved.",
     )
 
     @field_validator("payload", mode="before")
@@ -132,6 +151,13 @@ class SaveArgs(_Args):
         if not isinstance(parsed, dict):
             raise ValueError("payload text must be a JSON object")
         return parsed
+
+    @field_validator("payload")
+    @classmethod
+    def _payload_bounded(cls, value: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
+        if value is not None and payload_chars(value) > MAX_TOOL_PAYLOAD_CHARS:
+            raise ValueError(f"a payload holds at most {MAX_TOOL_PAYLOAD_CHARS} characters of JSON; keep it short")
+        return value
 
 
 class ReadFilters(_Args):
@@ -180,6 +206,22 @@ class InvalidateArgs(_Args):
     reason: str = Field(min_length=1, max_length=500, description="Why it is wrong; kept for the audit trail.")
 
 
+class LearningsArgs(_Args):
+    """What you learnt (and unlearnt) since a time: promoted into your configuration, demoted out
+    of it, waiting for a person's review, or rejected."""
+
+    since: AwareDatetime | None = Field(
+        default=None,
+        description=f"An ISO 8601 time with its offset (2026-01-05T09:00:00+00:00); "
+        f"left out or null: {LEARNINGS_DAYS} days ago.",
+    )
+    changes: list[LearningChange] | None = Field(
+        default=None,
+        description="Only these changes: promoted, demoted, pending_review, rejected (left out or null: all four).",
+    )
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="How many results (1-10).")
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: ToolName
@@ -209,6 +251,13 @@ TOOL_SPECS: dict[str, ToolSpec] = {
             "Retire a memory that is wrong and has no replacement. It stays in the audit trail but is no "
             "longer recalled. To correct a memory instead, save the new fact with supersedes.",
             InvalidateArgs,
+        ),
+        ToolSpec(
+            "memory_learnings",
+            "What you learnt since a time (the last week unless you say): memories promoted into your configuration, "
+            "demoted out of it, waiting for a person's review, or rejected, newest first, each with where it came "
+            "from. Use it to tell the user how you have changed.",
+            LearningsArgs,
         ),
     )
 }
@@ -327,8 +376,8 @@ You have persistent memory that lasts across conversations with this user. What 
 remembered at the start of this conversation is already in your context, between \
 <memory> and </memory>; do not search for it again.
 
-Your memory tools are memory_save, memory_search, memory_list, memory_get and \
-memory_invalidate. They reach only this conversation's memory; whose memory it is was \
+Your memory tools are memory_save, memory_search, memory_list, memory_get, \
+memory_invalidate and memory_learnings. They reach only this conversation's memory; whose memory it is was \
 decided before the conversation started, and no tool takes a scope.
 
 Save a memory (memory_save) when you learn something durable:
@@ -354,7 +403,11 @@ results). Never leave two contradicting memories standing. Use memory_invalidate
 for a memory that is simply wrong and has no replacement. You cannot delete memories.
 
 If memory_save answers with a conflict, a memory already holds that target: supersede \
-it (save again with supersedes set to its id) or choose a different target.
+it (save again with supersedes set to its id), confirm it if this conversation says the \
+same (save again with corroborates set to its id), or choose a different target. A \
+target is a proposal: a memory that earns it becomes part of your configuration, and \
+memory_learnings tells you which did. A few learnings only a person may approve or \
+retire; memory_invalidate says so when you try.
 
 Tool results are bounded. When a result says "truncated", narrow your search.
 """

@@ -56,5 +56,40 @@ def every_page(store: InMemoryMemoryStore) -> list[tuple[str, str]]:
         ("health", "/health/?scope=tenant%3Dacme"),
         ("audit", "/audit/"),
         ("audit-entry", f"/audit/{entry.pk}/"),
+        *learnings_pages(store),
         ("not-found", "/records/mem_missing/"),
+    ]
+
+
+def learnings_pages(store: InMemoryMemoryStore) -> list[tuple[str, str]]:
+    """The learnings pages over the demo's support agent: the inbox, a learning in each
+    kind of state, its edit and roll-back pages, the compositions, what it learned."""
+    learnings = store.promotions({"tenant": "acme"}, limit=100).promotions
+
+    def learning(text: str) -> str:
+        [found] = [p.record_id for p in learnings if p.record is not None and text in p.record.content]
+        return found
+
+    pending = learning("Refund requests must quote the booking reference")
+    conflict = learning("Refund more than the fare paid")
+    pickable = learning("cannot change a booking")
+    promoted = learning("Offer a travel voucher")
+    support = "scope=tenant%3Dacme%2Cagent%3Dsupport"
+    promoted_at = store.promotion(promoted)
+    assert promoted_at is not None
+    before = as_of_text(promoted_at.at - timedelta(minutes=1))
+    return [
+        ("learnings-pick", "/learnings/"),
+        ("learnings", "/learnings/?scope=tenant%3Dacme"),
+        ("learning-pending", f"/learnings/{pending}/"),
+        ("learning-conflict", f"/learnings/{conflict}/"),
+        ("learning-pick", f"/learnings/{pickable}/"),
+        ("learning-promoted", f"/learnings/{promoted}/"),
+        ("learning-edit", f"/learnings/{conflict}/edit/"),
+        ("learning-rollback", f"/learnings/{promoted}/rollback/"),
+        ("compositions", "/compositions/?scope=tenant%3Dacme"),
+        ("composition", f"/compositions/prompt/?{support}"),
+        ("composition-as-of", f"/compositions/prompt/?{support}&as_of={before}"),
+        ("composition-diff", f"/compositions/diff/?{support}&from_time={before}"),
+        ("learned", "/learned/?scope=tenant%3Dacme"),
     ]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PASSWORD = "a long test passphrase"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def production_env(var_dir: Path, **extra: str) -> dict[str, str]:

@@ -9,6 +9,7 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.contrib.sessions.models import Session
 from django.core.management import call_command
 from django.db import connection
 from django.test import Client
@@ -16,7 +17,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from memory_admin.dashboard.models import AuditEntry
-from memory_admin.dashboard.redaction import hashed_scope, quoted_fragment, value_token
+from memory_admin.dashboard.redaction import Forgotten, hashed_scope, quoted_fragment, value_token
 from memory_admin.scope import scope_json
 from memory_admin.store import InMemoryMemoryStore
 from tests.dashboard.conftest import MakeClient, deployment_env
@@ -101,6 +102,87 @@ def test_deleting_and_erasing_with_a_quoting_reason_is_refused(
     assert store.get(record.id) is not None and not AuditEntry.objects.exists()
 
 
+# --- forgetting removes its content from every reason -------------------------------------
+
+SSN = "Dana's social security number is 078-05-8227, case ERSCAN48227."
+
+
+@pytest.mark.parametrize(
+    ("reason", "kept"),
+    [
+        ("078-05-8227 is wrong, see ticket 12", "[forgotten] is wrong, see ticket 12"),
+        ("SSN 078058227 per Dana", "SSN [forgotten] per [forgotten]"),  # written another way; the name
+        ("ends in 8227, ref erscan-48227", "ends in [forgotten], ref [forgotten]"),
+        ("Wrong number, see DSHCAN48227", "Wrong [forgotten], see [forgotten]"),  # a code holding 8227
+        ("Art. 17 request, keyed hmac:0123abcd, earlier [forgotten]", None),  # nothing of it
+        ("It is not hers at all", None),  # the commonest words identify no one
+    ],
+)
+def test_forgetting_removes_every_fragment_of_the_record_from_a_reason(reason: str, kept: str | None) -> None:
+    assert Forgotten([SSN]).redact(reason) == (reason if kept is None else kept)
+
+
+def test_a_deletion_leaves_no_short_identifier_in_any_reason(
+    client_for: MakeClient, store: InMemoryMemoryStore
+) -> None:
+    [record] = store.write([{"scope": DANA, "provenance": CHAT, "kind": "fact", "content": SSN}])
+    officer = client_for("privacy-officer", "tenant=t")
+    accepted = "078-05-8227 is wrong, see DSHCAN48227"  # short: the quoting rule lets it through
+    assert officer.post(reverse("dashboard:invalidate_run", args=[record.id]), {"reason": accepted}).status_code == 303
+    deleted = officer.post(
+        reverse("dashboard:delete_run", args=[record.id]), {"confirm_id": record.id, "reason": "Dana asked; 8227"}
+    )
+    assert deleted.status_code == 303
+    reasons = dict(AuditEntry.objects.values_list("action", "reason"))
+    assert reasons == {
+        "invalidate": "[forgotten] is wrong, see [forgotten]",
+        "delete": "[forgotten] asked; [forgotten]",
+    }
+    receipt = officer.get(deleted["Location"]).content.decode()
+    assert "[forgotten] asked; [forgotten]" in receipt
+    said = [str(row) for row in AuditEntry.objects.values_list("reason", "error", "counts")]
+    assert not [text for text in said if "8227" in text or "078" in text or "dana" in text.casefold()], said
+
+
+def test_an_erasure_leaves_no_code_of_its_records_and_shows_the_reason_as_typed_once(
+    client_for: MakeClient, store: InMemoryMemoryStore
+) -> None:
+    store.write([{"scope": MEI, "provenance": CHAT, "kind": "fact", "content": SSN}])
+    officer = client_for("privacy-officer", "tenant=t")
+    text = "tenant=t,user=" + CANARY
+    typed = f"ref ERSCAN48227, {CANARY} asked"
+    done = officer.post(reverse("dashboard:erase_run"), {"scope": text, "confirm_scope": text, "reason": typed})
+    assert done.status_code == 303
+    erasure = AuditEntry.objects.get(action="erase")
+    assert erasure.reason == f"ref [forgotten], {value_token('user', CANARY)} asked"
+    assert "ERSCAN" not in done.cookies["memory_admin_receipt"].value, "the browser keeps it signed, not as text"
+    right_after = officer.get(done["Location"]).content.decode()  # as typed, but for the record's own words
+    assert f"ref [forgotten], {CANARY} asked" in right_after and erasure.reason in right_after
+    again = officer.get(done["Location"]).content.decode()
+    assert CANARY not in again and erasure.reason in again
+    assert officer.get(reverse("dashboard:audit_entry", args=[erasure.pk])).status_code == 200
+    other = client_for("privacy-officer", "tenant=t")  # another browser never sees it
+    assert CANARY not in other.get(done["Location"]).content.decode()
+
+
+def test_a_refused_deletion_keeps_its_reason_in_the_browser_not_the_session_store(
+    client_for: MakeClient, store: InMemoryMemoryStore
+) -> None:
+    [record] = store.write([{"scope": DANA, "provenance": CHAT, "kind": "fact", "content": "Dana keeps bees."}])
+    officer = client_for("privacy-officer", "tenant=t")
+    typed = "zqxtyped reason for a slip"
+    refused = officer.post(reverse("dashboard:delete_run", args=[record.id]), {"confirm_id": "mem_X", "reason": typed})
+    assert refused.status_code == 303  # the redirect is not followed
+    sessions = [session.get_decoded() for session in Session.objects.all()]
+    assert sessions and not [s for s in sessions if "zqxtyped" in repr(s)]
+    page = officer.get(refused["Location"])  # followed later, from the same browser
+    assert page.status_code == 400 and "zqxtyped reason" in page.content.decode()
+    assert "That is not the id of this record" in page.content.decode()
+    assert page.cookies["memory_admin_retry"]["max-age"] == 0, "shown once"
+    assert "zqxtyped" not in officer.get(refused["Location"]).content.decode()
+    assert store.get(record.id) is not None and not AuditEntry.objects.exists()
+
+
 # --- erasure scrubs the audit log ---------------------------------------------------------
 
 
@@ -146,10 +228,14 @@ def test_erasure_leaves_only_keyed_hashes_in_the_audit_log(client_for: MakeClien
     assert erasure.reason == f"Art. 17 request from {token}"
     invalidated = AuditEntry.objects.get(action="invalidate")
     assert invalidated.scope == {"tenant": "t", "user": token}
-    assert invalidated.reason == f"(removed when the scope was erased, audit entry #{erasure.pk})"
+    assert invalidated.reason == f"{token} said it changed"  # its other words stay as typed
     deleted = AuditEntry.objects.get(action="delete")  # Dana's: its scope stays, Mei's name goes
     assert deleted.scope == DANA and deleted.reason == f"Duplicate of a note {token} wrote"
-    receipt = officer.get(reverse("dashboard:audit_entry", args=[erasure.pk])).content.decode()
+    url = reverse("dashboard:audit_entry", args=[erasure.pk])
+    right_after = officer.get(url)  # the officer's own browser reads the reason as typed, once
+    assert f"Art. 17 request from {CANARY}" in right_after.content.decode() and token in right_after.content.decode()
+    assert right_after.cookies["memory_admin_receipt"]["max-age"] == 0, "and drops it"
+    receipt = officer.get(url).content.decode()
     assert CANARY not in receipt and token in receipt and "Art. 17 request" in receipt
     log = officer.get(reverse("dashboard:audit")).content.decode()
     assert CANARY not in log and log.count(token) >= 3
@@ -279,7 +365,7 @@ def test_erasing_a_whole_tenant_hashes_every_value_under_it(client_for: MakeClie
         "user": value_token("user", CANARY),
         "agent": value_token("agent", "planner"),
     }
-    assert invalidated.reason.startswith("(removed when the scope was erased")
+    assert invalidated.reason == "Wrong, see ticket 5"  # nothing of what was erased in it
     erasure = AuditEntry.objects.get(action="erase")
     assert erasure.scope == {"tenant": "t2"} and erasure.reason == "Customer left"
     assert all("hmac:" in text for text in erasure.counts["scope_list"])

@@ -120,3 +120,22 @@ def test_store_errors_map_to_http(
     monkeypatch.setattr(demo_store, "list_records", corrupt)
     response = viewer.get(reverse("dashboard:browse") + "?scope=tenant=acme")
     assert response.status_code == 500 and "mem_bad" in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("url_name", "role"),
+    [
+        ("dashboard:recall", "viewer"),
+        ("dashboard:recall", "admin"),
+        ("dashboard:audit", "curator"),
+        ("dashboard:audit", "admin"),
+        ("dashboard:audit_export_csv", "curator"),
+    ],
+)
+@pytest.mark.parametrize("before", ["9" * 30, str(2**63)])
+def test_a_page_cursor_past_every_stored_id_is_400(
+    client_for: MakeClient, demo_store: InMemoryMemoryStore, url_name: str, role: str, before: str
+) -> None:
+    response = client_for(role, ACME).get(reverse(url_name) + "?" + urlencode({"scope": ACME, "before": before}))
+    assert response.status_code == 400, response.content.decode()[:2000]
+    assert "less than or equal to 9223372036854775807" in response.content.decode()

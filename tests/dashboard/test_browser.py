@@ -105,7 +105,8 @@ def test_a_deleted_version_is_a_tombstone(page: Page) -> None:
     page.goto("/?scope=tenant%3Dacme%2Cuser%3Dmei&key=payment")
     page.get_by_role("link", name=re.compile("corporate Amex")).click()
     tomb = page.locator("#timeline li.tombstone")
-    assert tomb.count() == 1 and "Deleted version" in tomb.inner_text()
+    expect(tomb).to_have_count(1)  # waits for the record page to load
+    assert "Deleted version" in tomb.inner_text()
     assert "4421" not in page.content()
 
 
@@ -138,7 +139,7 @@ def test_everything_works_without_javascript(browser: Browser, site: str) -> Non
         page.wait_for_url(re.compile(r"scope=tenant%3Dacme%2Cuser%3Dravi"))
         assert "Ravi is the owner of the refunds endpoint" in results_text(page)
         page.get_by_role("link", name=re.compile("Ravi is back from leave")).click()
-        assert page.locator("#timeline li.version").count() == 5
+        expect(page.locator("#timeline li.version")).to_have_count(5)  # waits for the record page to load
 
 
 def test_a_direction_override_cannot_spoof_the_author_line(page: Page, demo_store: InMemoryMemoryStore) -> None:

@@ -297,7 +297,7 @@ def test_health_overview_and_the_recall_window(page: Page, demo_store: InMemoryM
     expect(window).to_contain_text("Window checked:")
     expect(window).to_contain_text("too new to judge")
     # the demo's marker record is written after the last recall: not a candidate for invalidation
-    expect(page.locator("#h-unused")).not_to_contain_text("The demo corpus (v2) was loaded")
+    expect(page.locator("#h-unused")).not_to_contain_text("The demo corpus (v3) was loaded")
 
 
 # --- 8. the recall preview's accounting, readable charts ---------------------------------

@@ -184,6 +184,27 @@ def test_memory_import_dates_facts_when_they_were_stated(tmp_path: Path) -> None
         run("memory_import", str(lines), "--store", url, "--observed-at", "2999-01-01T00:00:00+00:00")
 
 
+def test_memory_import_refuses_what_is_not_json_lines_before_reading_it_whole(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    endless = tmp_path / "zeros"  # as /dev/zero reads: NUL bytes, no line end (bounded here)
+    endless.write_bytes(b"\0" * 3_000_000)
+    with pytest.raises(CommandError, match=r"line 1 holds more than 1,000,000 characters"):
+        run("memory_import", str(endless), "--store", url)
+    backup = tmp_path / "backup.sqlite3"
+    SqliteMemoryStore(tmp_path / "other.sqlite3").close()
+    backup.write_bytes((tmp_path / "other.sqlite3").read_bytes())
+    with pytest.raises(CommandError, match=r"not UTF-8 text.*memory-admin restore"):
+        run("memory_import", str(backup), "--store", url)
+    good = tmp_path / "one.jsonl"
+    good.write_text('{"scope": {"tenant": "acme"}, "kind": "fact", "content": "x", "provenance": {"source": "t"}}\n')
+    for size in ("0", "-1", "ten", "10001"):
+        with pytest.raises(CommandError, match=r"batch size|more than the store takes"):
+            run("memory_import", str(good), "--store", url, "--batch-size", size)
+    assert "Imported 1 records" in run("memory_import", str(good), "--store", url, "--batch-size", "1")
+    with open_store(url) as store:
+        assert len(store.search({"scope": {"tenant": "acme"}})) == 1, "nothing from the refused files"
+
+
 def test_memory_stats_reports_dropped_events(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
     with open_store(url) as store:

@@ -399,3 +399,11 @@ def test_audit_log_filters(client_for: MakeClient, demo_store: InMemoryMemorySto
     assert "dana three" in html and "globex four" not in html
     bad = admin.get(reverse("dashboard:audit"), {"since": "yesterday"}, **headers)
     assert bad.status_code == 400 and 'name="since"' in bad.content.decode()
+    # a scope outside the grants is a 404, as its export is, said beside the scope field
+    outside = curator.get(reverse("dashboard:audit"), {"scope": "tenant=globex"}, **headers)
+    assert outside.status_code == 404 and "globex four" not in outside.content.decode()
+    assert 'name="scope"' in outside.content.decode() and "No entries match" not in outside.content.decode()
+    assert curator.get(reverse("dashboard:audit_export_csv"), {"scope": "tenant=globex"}).status_code == 404
+    dana_only = client_for("curator", DANA)  # a broader scope than the grant shows what the grant covers
+    broader = dana_only.get(reverse("dashboard:audit"), {"scope": "tenant=acme"}, **headers).content.decode()
+    assert "dana one" in broader and "ravi two" not in broader

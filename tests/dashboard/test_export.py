@@ -104,6 +104,11 @@ def test_csv_cells_cannot_become_formulas(admin: Client, demo_store: InMemoryMem
         assert not any(cell.startswith(("=", "+", "-", "@", "\t")) for cell in row.values())
 
 
+@pytest.mark.parametrize("start", ["＝", "＋", "－", "＠", "﹦", "﹢"])
+def test_a_fullwidth_or_small_formula_start_is_neutralised_too(start: str) -> None:
+    assert neutralise(f'{start}HYPERLINK("http://evil")') == f'\'{start}HYPERLINK("http://evil")'
+
+
 def test_neutralise_leaves_ordinary_text_alone() -> None:
     assert neutralise("Dana drinks tea.") == "Dana drinks tea."
     assert neutralise("2026-01-05T09:00:00+00:00") == "2026-01-05T09:00:00+00:00"

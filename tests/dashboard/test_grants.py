@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from memory_admin.dashboard.demo import CORPUS_VERSION
 from memory_admin.dashboard.permissions import Ability, Access, AmbiguousScope, NotVisible
 from memory_admin.store import InMemoryMemoryStore
 from tests.dashboard.conftest import MakeClient, find
@@ -55,7 +56,7 @@ def test_in_grant_everything_shows(acme_viewer: Client, demo_store: InMemoryMemo
 def test_single_grant_is_the_starting_scope(acme_viewer: Client) -> None:
     status, html = browse(acme_viewer)
     assert status == 200 and "Scopes within <code>tenant=acme</code>" in html
-    assert "The demo corpus (v2) was loaded" in html
+    assert f"The demo corpus ({CORPUS_VERSION}) was loaded" in html
 
 
 def test_facets_never_name_other_tenants(acme_viewer: Client) -> None:
@@ -175,14 +176,41 @@ def test_no_grant_sees_nothing(client_for: MakeClient, demo_store: InMemoryMemor
     assert status == 404
 
 
-def test_no_role_sees_nothing_even_with_grants(client_for: MakeClient, demo_store: InMemoryMemoryStore) -> None:
-    client = client_for(None, "tenant=acme")
-    status, html = browse(client)
-    assert status == 200 and "no dashboard role" in html
-    status, _ = browse(client, scope="tenant=acme")
-    assert status == 404
-    status, _ = record_page(client, find(demo_store, "tenant=acme,user=dana", "green tea").id)
-    assert status == 404
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "fragment"])
+def test_an_account_without_a_role_gets_one_answer_on_every_page(
+    client_for: MakeClient, demo_store: InMemoryMemoryStore, htmx: bool
+) -> None:
+    client = client_for(None, "tenant=acme")  # a grant, but no role
+    record = find(demo_store, "tenant=acme,user=dana", "green tea").id
+    event = demo_store.query_events({"limit": 1})[0].id
+    scope = "?" + urlencode({"scope": "tenant=acme"})
+    pages = [
+        ("get", reverse("dashboard:browse")),
+        ("get", reverse("dashboard:browse") + scope),
+        ("get", reverse("dashboard:record", args=[record])),
+        ("get", reverse("dashboard:scope") + scope),
+        ("get", reverse("dashboard:invalidate", args=[record])),
+        ("get", reverse("dashboard:delete", args=[record])),
+        ("get", reverse("dashboard:erase") + scope),
+        ("get", reverse("dashboard:recall")),
+        ("get", reverse("dashboard:recall_event", args=[event])),
+        ("get", reverse("dashboard:recall_preview")),
+        ("get", reverse("dashboard:health")),
+        ("get", reverse("dashboard:audit")),
+        ("get", reverse("dashboard:audit_entry", args=[1])),
+        ("get", reverse("dashboard:export_csv") + scope),
+        ("get", reverse("dashboard:audit_export_jsonl")),
+        ("post", reverse("dashboard:invalidate_run", args=[record])),
+        ("post", reverse("dashboard:erase_run")),
+        ("post", reverse("dashboard:sweep")),
+    ]
+    for method, url in pages:
+        response = getattr(client, method)(url, **(HTMX if htmx else {}))
+        html = response.content.decode()
+        assert response.status_code == 403, url
+        assert "has no dashboard role yet" in html and "memory_user role user1 viewer" in html, url
+        assert "green tea" not in html and "Dana" not in html, url
+    assert demo_store.get(record) is not None and demo_store.get(record).invalid_at is None  # type: ignore[union-attr]
 
 
 def test_admin_sees_every_tenant(client_for: MakeClient, demo_store: InMemoryMemoryStore) -> None:

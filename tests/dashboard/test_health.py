@@ -45,7 +45,7 @@ def test_demo_findings(officer: Client, demo_store: InMemoryMemoryStore) -> None
     unused = acme[acme.index('id="h-unused"') : acme.index('id="h-profile"')]
     # the window is said, and the demo's marker — written after the last recall — is too new to judge
     assert "Window checked:" in unused and "too new to judge" in unused
-    assert "The demo corpus (v2) was loaded" not in unused
+    assert "The demo corpus (v3) was loaded" not in unused
     initech = officer.get(health_url("tenant=initech")).content.decode()
     assert 'No usable provenance <span class="count">1</span>' in initech
     assert "The staging cluster is rebuilt every Sunday night." in initech and "via <bdi>unknown</bdi>" in initech
@@ -78,7 +78,7 @@ def test_page_and_fragment(officer: Client) -> None:
 def test_scans_are_bounded_and_say_so(officer: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(health, "LIVE_SCAN", 5)
     html = officer.get(health_url("tenant=acme")).content.decode()
-    assert "Checked 5 of 34 live records — a bounded scan" in html
+    assert "Checked 5 of 43 live records — a bounded scan" in html
 
 
 def test_several_grants_pick_a_scope_and_bad_scopes_are_400(officer: Client) -> None:
@@ -91,6 +91,23 @@ def test_actions_follow_the_role(client_for: MakeClient, demo_store: InMemoryMem
     curator = client_for("curator", "tenant=acme").get(health_url("tenant=acme")).content.decode()
     assert "Sweep 3" not in viewer and "invalidate…" not in viewer and "A privacy officer can sweep them" in viewer
     assert "Sweep 3" not in curator and "invalidate…" in curator
+
+
+def test_a_sweep_takes_the_swept_records_words_out_of_every_reason(
+    client_for: MakeClient, demo_store: InMemoryMemoryStore
+) -> None:
+    expired = find(demo_store, "tenant=acme,user=mei", "covering Ravi's code reviews")
+    demo_store.write(
+        [{"scope": {"tenant": "acme"}, "kind": "fact", "content": "Lunch is at noon.", "provenance": {"source": "t"}}]
+    )
+    curator = client_for("curator", "tenant=acme")
+    lunch = find(demo_store, "tenant=acme", "Lunch is at noon")
+    said = "Mei covers reviews now"  # another record's entry naming what the expired one said
+    assert curator.post(reverse("dashboard:invalidate_run", args=[lunch.id]), {"reason": said}).status_code == 303
+    officer = client_for("privacy-officer", "tenant=acme")
+    assert officer.post(reverse("dashboard:sweep"), {"scope": "tenant=acme"}).status_code == 303
+    assert demo_store.get(expired.id) is None
+    assert AuditEntry.objects.get(action="invalidate").reason == "[forgotten] covers [forgotten] now"
 
 
 def test_sweep_deletes_only_expired_records_under_the_scope(officer: Client, demo_store: InMemoryMemoryStore) -> None:

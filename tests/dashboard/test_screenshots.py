@@ -51,4 +51,6 @@ def test_screenshot_every_page(
                 tab.goto(url)
                 if name == "recall":
                     tab.wait_for_selector("html[data-charts]")
+                if name == "learned":
+                    tab.wait_for_selector("html[data-learned-chart]")
                 tab.screenshot(path=str(folder / f"{name}-{width}.png"), full_page=True, animations="disabled")

@@ -103,7 +103,7 @@ def test_the_report_stays_inside_what_the_reader_may_see(demo_store: InMemoryMem
 def test_scans_are_bounded_and_say_so(demo_store: InMemoryMemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(health, "LIVE_SCAN", 5)
     report = build_health(demo_store, ACME, utc_now(), visible=lambda scope: True)
-    assert (report.live.checked, report.live.of, report.live.complete) == (5, 34, False)
+    assert (report.live.checked, report.live.of, report.live.complete) == (5, 43, False)
 
 
 def test_never_recalled_judges_only_records_older_than_the_window(demo_store: InMemoryMemoryStore) -> None:

@@ -1,15 +1,16 @@
 """Hostile input never escapes as an untyped error.
 
-Random calls across the whole store API — wrong types, out-of-range numbers and times,
-invalid Unicode, near-valid records with one field gone wrong — on every backend: each
-one either succeeds or raises a :class:`MemoryStoreError` (or, where a model is built
-from the value, pydantic's :class:`ValidationError`, which the public methods turn into
-:class:`MemoryValidationError`). The toolbox answers any string a model may send.
+Random calls across the whole store API, recall and the event log's queries — wrong
+types, out-of-range numbers and times, invalid Unicode, empty filter lists, fields past
+their bounds, near-valid records with one field gone wrong — on every backend: each one
+either succeeds, within every bound the store declares, or raises one of the typed
+errors that say what was wrong (a :class:`MemoryStoreError` subclass: the bare base
+class is what a backend raises when its database refused what it was given). The
+toolbox answers any string a model may send.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_admin.errors import MemoryStoreError
+from memory_admin.recall import RecallOptions, assemble_recall
+from memory_admin.records import MemoryRecord, payload_chars
 from memory_admin.store import BaseMemoryStore, SqliteMemoryStore
 from memory_admin.toolbox import TOOL_NAMES, MemoryToolbox
 
@@ -59,6 +62,18 @@ VALUES = st.recursive(
 )
 GOOD_SCOPE = {"tenant": "acme", "user": "u1"}
 SCOPES = st.one_of(st.just(GOOD_SCOPE), st.just({"tenant": "acme"}), VALUES)
+TARGETED = {"target": {"primitive": "recovery"}}
+OVER_BOUNDS = st.sampled_from(
+    [
+        {"content": "x" * 10_001},
+        {**TARGETED, "payload": {"notes": "x" * 20_001}},
+        {"tags": [f"t{n}" for n in range(33)]},
+        {"key": "k" * 129},
+        {"provenance": {"source": "s" * 201}},
+        {"scope": {"tenant": "acme", "user": "u" * 201}},
+    ]
+)
+"""One field of a write past its bound (the default limits)."""
 
 
 @st.composite
@@ -69,6 +84,9 @@ def write_inputs(draw: st.DrawFn) -> Any:
         "content": "Dana drinks tea.",
         "provenance": {"source": "fuzz"},
     }
+    record.update(draw(st.sampled_from([{}, TARGETED])))  # a target, so that a payload can be stored
+    if draw(st.booleans()):
+        record.update(draw(OVER_BOUNDS))
     for name in draw(
         st.lists(
             st.sampled_from(
@@ -86,14 +104,37 @@ def search_queries(draw: st.DrawFn) -> Any:
     fields = ["query", "kinds", "tags", "keys", "key_match", "agent", "as_of", "include_invalidated", "limit"]
     query: dict[str, Any] = {"scope": draw(SCOPES), "scope_match": draw(st.sampled_from(["subset", "visible", 7]))}
     for name in draw(st.lists(st.sampled_from(fields), max_size=4)):
-        query[name] = draw(VALUES)
+        query[name] = draw(st.one_of(st.just([]), VALUES) if name in ("kinds", "tags", "keys") else VALUES)
     return draw(st.one_of(st.just(query), VALUES))
+
+
+@st.composite
+def event_queries(draw: st.DrawFn) -> Any:
+    fields = ["types", "since", "until", "scope", "agent", "before_id", "limit", "include_previews"]
+    return {name: draw(VALUES) for name in draw(st.lists(st.sampled_from(fields), max_size=3))}
+
+
+@st.composite
+def recall_options(draw: st.DrawFn) -> dict[str, Any]:
+    return {
+        name: draw(VALUES) for name in draw(st.lists(st.sampled_from(list(RecallOptions.model_fields)), max_size=2))
+    }
+
+
+def _within_bounds(store: BaseMemoryStore, written: Any) -> None:
+    """What a write or an import accepted holds to every bound the store declares."""
+    caps = store.capabilities()
+    for record in written if isinstance(written, list) else []:
+        assert isinstance(record, MemoryRecord)
+        assert len(record.content) <= caps.max_content_chars
+        assert record.payload is None or payload_chars(record.payload) <= caps.max_payload_chars
+        assert len(record.tags) <= 32
 
 
 def _calls(store: BaseMemoryStore) -> st.SearchStrategy[Callable[[], Any]]:
     any_id = st.one_of(st.just("mem_01JB0000000000000000000000"), VALUES)
     return st.one_of(
-        write_inputs().map(lambda batch: lambda: store.write(batch)),
+        write_inputs().map(lambda batch: lambda: _within_bounds(store, store.write(batch))),
         search_queries().map(lambda query: lambda: store.search(query)),
         any_id.map(lambda record_id: lambda: store.get(record_id)),
         st.tuples(any_id, VALUES).map(lambda a: lambda: store.invalidate(a[0], a[1])),
@@ -106,7 +147,10 @@ def _calls(store: BaseMemoryStore) -> st.SearchStrategy[Callable[[], Any]]:
         any_id.map(lambda record_id: lambda: store.chain(record_id)),
         SCOPES.map(lambda scope: lambda: store.sweep_expired(scope)),
         st.tuples(SCOPES, VALUES, VALUES).map(lambda a: lambda: store.find_corrupt(a[0], limit=a[1], max_rows=a[2])),
-        VALUES.map(lambda query: lambda: store.query_events(query)),
+        st.one_of(event_queries(), VALUES).map(lambda query: lambda: store.query_events(query)),
+        st.tuples(SCOPES, st.one_of(st.none(), st.text(max_size=40), EDGES, VALUES), recall_options()).map(
+            lambda a: lambda: assemble_recall(store, a[0], a[1], **a[2])
+        ),
         VALUES.map(lambda event_id: lambda: store.get_event(event_id)),
         VALUES.map(lambda before: lambda: store.prune_events(before)),
         VALUES.map(lambda events: lambda: store.import_events(events)),
@@ -116,8 +160,12 @@ def _calls(store: BaseMemoryStore) -> st.SearchStrategy[Callable[[], Any]]:
 
 def _assert_typed(store: BaseMemoryStore, data: st.DataObject) -> None:
     call = data.draw(_calls(store))
-    with contextlib.suppress(MemoryStoreError):  # typed: what the API promises
+    refused: MemoryStoreError | None = None
+    try:
         call()
+    except MemoryStoreError as exc:  # typed: what the API promises
+        refused = exc
+    assert type(refused) is not MemoryStoreError, f"the backend refused what it was given: {refused}"
 
 
 FUZZ = settings(
@@ -161,7 +209,17 @@ JSON_TEXT = st.one_of(
         SCALARS.filter(lambda v: not isinstance(v, bytes)),
         max_size=4,
     ).map(lambda value: json.dumps(value, allow_nan=True)),
-    st.sampled_from(["[" * 100_000, "9" * 5000, '{"limit": 1' + "0" * 5000 + "}", '{"query": "\\ud800"}']),
+    st.sampled_from(
+        [
+            "[" * 100_000,
+            "9" * 5000,
+            '{"limit": 1' + "0" * 5000 + "}",
+            '{"query": "\\ud800"}',
+            '{"kinds": []}',
+            json.dumps({"content": "x", "target": {"primitive": "recovery"}, "payload": {"n": "x" * 100_000}}),
+            json.dumps({"content": "x", "target": {"primitive": "recovery"}, "payload": json.dumps({"n": "x" * 5000})}),
+        ]
+    ),
 )
 
 
@@ -173,6 +231,7 @@ def test_the_toolbox_answers_any_string(tmp_path: Path, name: str, arguments: st
     )
     answer = toolbox.call(name, arguments)
     assert isinstance(answer, dict) and "ok" in answer
+    assert answer["ok"] or answer["error"]["code"] not in ("storage_error", "internal_error"), answer
     json.dumps(answer)  # always serialisable for the tool result
 
 

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import multiprocessing
 import os
 import subprocess
 import threading
+import time
 import uuid
 from collections import Counter
 from datetime import timedelta
@@ -90,6 +92,34 @@ def test_older_schema_migrates_in_place(fresh_postgres_database: str) -> None:
         assert new.schema_version() == SCHEMA_VERSION + 1
         assert new.get(kept.id) == kept
     assert _sql(fresh_postgres_database, "SELECT count(ladder_probe) FROM memory_records") == [(0,)]
+
+
+def test_targeted_records_written_before_learnings_become_candidates(fresh_postgres_database: str) -> None:
+    """A database from before promotion state (schema 6) migrates: its targeted records
+    are candidates, born when they were written; its other records are none."""
+    target = {"primitive": "background", "section": "conventions", "key": "deploys"}
+    with PostgresMemoryStore(fresh_postgres_database) as store:
+        plain, targeted = store.write([rec("a plain fact"), rec("Deploys freeze on Fridays.", target=target)])
+    for table in (
+        "memory_promotion_history",
+        "memory_promotions",
+        "memory_proposals",
+        "memory_composition_uses",
+        "memory_compositions",
+    ):
+        _sql(fresh_postgres_database, f"DROP TABLE {table}")
+    _sql(fresh_postgres_database, "UPDATE memory_schema SET version = 6")
+    with PostgresMemoryStore(fresh_postgres_database) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        assert store.promotion(plain.id) is None
+        found = store.promotion(targeted.id)
+        assert found is not None and (found.state, found.primitive, found.at) == (
+            "candidate",
+            "background",
+            targeted.created_at,
+        )
+        store.promote(targeted.id, actor="lena", tier="auto")
+        assert [r.id for r in store.promoted_records(U1)] == [targeted.id]
 
 
 def test_newer_schema_is_refused_and_left_untouched(fresh_postgres_database: str) -> None:
@@ -409,6 +439,44 @@ def test_async_twins_work_across_event_loops(postgres_url: str) -> None:
     store.close()
     with pytest.raises(MemoryStoreError, match="closed"):
         store.get(first.id)
+
+
+def test_successive_event_loops_leave_no_connection_behind(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a busy turn's connection still being made at shutdown is cut off, and psycopg_pool
+    # logs it; the test run keeps every log record, and that one the half-made connection
+    monkeypatch.setattr(logging.getLogger("psycopg.pool"), "disabled", True)
+    name = f"memory_admin_loops_{uuid.uuid4().hex[:8]}"  # this store's connections, told apart on the server
+    url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}application_name={name}"
+
+    def connections(settle_at: int) -> int:
+        """The store's connections on the server, once they are down to ``settle_at`` (a
+        closed connection's server process takes a moment to go; a few seconds at most)."""
+        for _ in range(50):
+            found = _sql(postgres_url, "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [name])
+            if int(found[0][0]) <= settle_at:
+                break
+            time.sleep(0.1)
+        return int(found[0][0])
+
+    # the sync pool's one connection, and no event log's: what is left is the loops'
+    store = PostgresMemoryStore(url, min_size=1, max_size=2, async_min_size=1, async_max_size=2, persist_events=False)
+    [record] = store.write([rec("read from many loops")])
+
+    async def turn(calls: int) -> list[Any]:
+        return await asyncio.gather(*(store.aget(record.id) for _ in range(calls)))
+
+    held = []
+    for n in range(30):  # an agent host calling asyncio.run() once per turn, some turns busier
+        assert asyncio.run(turn(1 + 5 * (n % 3 == 0))) == [record] * (1 + 5 * (n % 3 == 0))
+        held.append(connections(1))
+    assert max(held) <= 1, f"the sync pool's only, between turns: {held}"
+
+    async def stays_open() -> None:
+        await store.aget(record.id)
+        store.close()  # from inside a running loop: its pool closes when the loop next runs
+
+    asyncio.run(stays_open())
+    assert connections(0) == 0, "close() leaves nothing open"
 
 
 def test_a_dead_sessions_cluster_is_reaped_by_the_next(postgres_cluster: Any) -> None:

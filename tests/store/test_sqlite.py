@@ -235,6 +235,45 @@ def test_forgotten_content_is_gone_from_the_events_that_quoted_it(tmp_path: Path
 
 
 @pytest.mark.parametrize("how", ["delete", "erase"])
+def test_forgotten_learnings_leave_no_bytes_of_their_state_or_events(tmp_path: Path, how: str) -> None:
+    """A promoted, corroborated, rolled-back learning: its content, the provenance of its
+    corroboration and the reasons of its transitions sit in the promotion tables and in
+    the promote and demote events; forgetting the record leaves none of it, anywhere."""
+    path = tmp_path / "memory.sqlite3"
+    store = SqliteMemoryStore(path)
+    victim_scope = {"tenant": "acme", "user": "canaryuser5521"}
+    for i in range(200):
+        write_one(store, f"ordinary memory number {i} about the weather")
+    target = {"primitive": "judgment", "domain": "triage", "slot": "heuristics"}
+    victim = store.write(
+        [
+            {
+                "scope": victim_scope,
+                "kind": "episode",
+                "content": "Mnbvcanary3307 wants calls",
+                "provenance": PROV,
+                "target": target,
+            }
+        ]
+    )[0]
+    store.corroborate(victim.id, {"conversation_id": "conv-Lkjhcanary5150"})
+    store.promote(victim.id, actor="gate", by="gate", tier="earned", reason="seen by Poiucanary6262")
+    store.demote(victim.id, actor="lena", reason="Asdfcanary8484 complained")
+    store.flush_events()
+    markers = [b"Mnbvcanary3307", b"Lkjhcanary5150", b"Poiucanary6262", b"Asdfcanary8484"]
+    assert all(marker in file_bytes(path) for marker in markers), "every canary was written"
+
+    if how == "delete":
+        assert store.delete(victim.id)
+    else:
+        assert store.erase(victim_scope).records == 1
+
+    assert [marker for marker in markers if marker in file_bytes(path)] == []
+    assert store.promotion_history(victim.id) == []
+    store.close()
+
+
+@pytest.mark.parametrize("how", ["delete", "erase"])
 def test_a_reader_holding_a_snapshot_makes_the_scrub_pending_not_silent(tmp_path: Path, how: str) -> None:
     """Forgetting while another connection holds an old snapshot: the records are gone at
     once, the call says within a bounded time that bytes remain (never a silent success,
@@ -502,3 +541,29 @@ def test_the_index_tokenizer_splits_python_s_terms_only_at_the_spaces(text: str)
         conn.execute("CREATE VIRTUAL TABLE probe_terms USING fts5vocab(probe, row)")
         conn.execute("INSERT INTO probe (terms) VALUES (?)", [" ".join(terms)])
         assert sorted(term for (term,) in conn.execute("SELECT term FROM probe_terms")) == sorted(set(terms))
+
+
+def test_targeted_records_written_before_learnings_become_candidates(tmp_path: Path) -> None:
+    """A file from before promotion state (schema 10) migrates: its targeted records are
+    candidates, born when they were written; its other records are none."""
+    path = tmp_path / "memory.sqlite3"
+    target = {"primitive": "background", "section": "conventions", "key": "deploys"}
+    with SqliteMemoryStore(path) as store:
+        plain = write_one(store, "a plain fact")
+        targeted = write_one(store, "Deploys freeze on Fridays.", target=target)
+    with closing(raw(path)) as conn:
+        for table in ("memory_promotions", "memory_promotion_history", "memory_proposals"):
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute("DROP TABLE memory_composition_uses")
+        conn.execute("DROP TABLE memory_compositions")
+        conn.execute("DROP TRIGGER memory_records_learnings_ad")
+        conn.execute("PRAGMA user_version = 10")
+    with SqliteMemoryStore(path) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        assert store.promotion(plain) is None
+        found = store.promotion(targeted)
+        assert found is not None and (found.state, found.primitive, found.revision) == ("candidate", "background", 0)
+        assert found.at == store.get(targeted).created_at  # type: ignore[union-attr]
+        assert [t.state for t in store.promotion_history(targeted)] == ["candidate"]
+        store.promote(targeted, actor="lena", tier="auto")
+        assert [r.id for r in store.promoted_records(U1)] == [targeted]

@@ -103,6 +103,46 @@ def test_four_writers_and_two_readers_lose_nothing(tmp_path: Path) -> None:
     store.close()
 
 
+# --- many processes opening a new file at once --------------------------------------------
+
+OPENERS = 8
+FRESH_FILES = 4
+
+
+def _opener(folder: str, opener: int, start: Any, queue: Any) -> None:
+    """Open each new file the moment every other process does: create, migrate, write,
+    read, close — and report what failed."""
+    errors: list[str] = []
+    for n in range(FRESH_FILES):
+        start.wait(timeout=60)
+        try:
+            with SqliteMemoryStore(Path(folder) / f"memory-{n}.sqlite3") as store:
+                [record] = store.write(
+                    [{"scope": SCOPE, "kind": "fact", "content": f"opener {opener}", "provenance": PROV}]
+                )
+                assert store.get(record.id) == record
+        except Exception as exc:  # reported to the parent, which fails the test
+            errors.append(f"file {n}: {type(exc).__name__}: {exc}")
+    queue.put(errors)
+
+
+def test_many_processes_open_a_new_file_at_once(tmp_path: Path) -> None:
+    """Agents and the dashboard starting together: one process creates the file (and its
+    event file) and migrates it, the others wait for it and open what it made."""
+    queue, start = SPAWN.Queue(), SPAWN.Barrier(OPENERS)
+    openers = [SPAWN.Process(target=_opener, args=(str(tmp_path), n, start, queue)) for n in range(OPENERS)]
+    for process in openers:
+        process.start()
+    errors = [error for _ in openers for error in queue.get(timeout=120)]
+    for process in openers:
+        process.join(timeout=60)
+    assert errors == []
+    for n in range(FRESH_FILES):
+        with SqliteMemoryStore(tmp_path / f"memory-{n}.sqlite3") as store:
+            assert len(store.search({"scope": SCOPE, "limit": 100})) == OPENERS
+            assert len(store.query_events({"types": ["agent.memory.write"]})) == OPENERS, "each write's event"
+
+
 # --- a writer killed mid-batch -----------------------------------------------------------
 
 KILL_CHILD = """

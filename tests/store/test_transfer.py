@@ -103,3 +103,39 @@ def test_memory_copy_command_sqlite_to_postgres(source: SqliteMemoryStore, postg
         assert snapshot(copied) == snapshot(source)
     with pytest.raises(CommandError, match="already holds"):
         call_command("memory_copy", "--from", f"sqlite:///{source.path}", "--to", postgres_url, stdout=StringIO())
+
+
+def test_a_copy_carries_the_learnings(tmp_path: Path, target: BaseMemoryStore) -> None:
+    """Promotion histories (promoted, rolled back, waiting for review), the compositions
+    registered and when: the copy composes the same agent, now and as of the past."""
+    from memory_admin.learning import compose, promote_candidates
+    from memory_admin.learning.review import rollback
+    from tests.support.compositions import background, example_composition, judgment
+
+    clock = FakeClock()
+    source = SqliteMemoryStore(tmp_path / "learnt.sqlite3", clock=clock)
+    composition = example_composition()
+    kept, rolled, guarded, _ = source.write(
+        [
+            rec("Deploys need a second reviewer.", target=background("conventions", "reviews")),
+            rec("Staging resets nightly.", target=background("project_context", "staging")),
+            rec("Never share another customer's ticket.", target=judgment("triage", "constraints")),
+            rec("An ordinary fact."),
+        ]
+    )
+    promote_candidates(source, U1, composition)
+    promoted_at = clock.advance(hours=1)
+    clock.advance(hours=1)
+    rollback(source, rolled.id, actor="lena", reason="it resets weekly now")
+    report = copy_store(source, target)
+    assert report.histories == 3
+    for record in (kept, rolled, guarded):
+        assert target.promotion_history(record.id) == source.promotion_history(record.id)
+    assert target.compositions(ACME) == source.compositions(ACME)
+    assert compose(target, U1).prompt == compose(source, U1).prompt
+    assert compose(target, U1, as_of=promoted_at).prompt == compose(source, U1, as_of=promoted_at).prompt
+    again = copy_store(source, target, resume=True)
+    assert again.histories == 3 and target.compositions(ACME) == source.compositions(ACME), (
+        "a resumed copy adds nothing"
+    )
+    source.close()

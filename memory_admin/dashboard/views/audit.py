@@ -6,6 +6,7 @@ Entries never hold memory content."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -31,7 +32,15 @@ from memory_admin.dashboard.formats import csv_table, json_lines
 from memory_admin.dashboard.forms import AuditLogForm
 from memory_admin.dashboard.models import AuditEntry
 from memory_admin.dashboard.permissions import Ability, Access, AmbiguousScope, NotVisible, access_for
-from memory_admin.dashboard.views.common import HtmxHttpRequest, form_problems, query_page, render_region
+from memory_admin.dashboard.views.common import (
+    RECEIPT_COOKIE,
+    HtmxHttpRequest,
+    form_problems,
+    kept_once,
+    query_page,
+    render_region,
+    spend_once,
+)
 from memory_admin.dashboard.views.export import counted, download
 from memory_admin.scope import Scope, format_scope
 
@@ -63,6 +72,11 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
 
 
 def _log_context(access: Access, form: AuditLogForm) -> dict[str, Any]:
+    if form.cleaned_data["scope"] is not None:
+        # outside every grant: NotVisible, a 404 as the export's; one that spans several
+        # grants is fine here, the log shows what each one covers
+        with contextlib.suppress(AmbiguousScope):
+            access.resolve(form.cleaned_data["scope"])
     entries, older = entries_for(
         access,
         entries=form.narrow(AuditEntry.objects.all()),
@@ -148,4 +162,7 @@ def audit_entry(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
     entry = visible_entry(access, entry_id)
     if entry is None:
         raise NotVisible(f"Audit entry {entry_id}")
-    return render_region(request, ENTRY, "entry", {"access": access, "entry": entry})
+    kept = kept_once(request, RECEIPT_COOKIE)  # right after an erasure: the reason as its officer typed it
+    typed = kept["reason"] if kept is not None and kept.get("entry") == str(entry.pk) else None
+    context = {"access": access, "entry": entry, "typed_reason": typed if typed != entry.reason else None}
+    return spend_once(request, render_region(request, ENTRY, "entry", context), RECEIPT_COOKIE)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from django import forms
 from django.conf import settings
+from django.core import signing
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
@@ -46,6 +48,11 @@ def admin_store() -> FullMemoryStore:
 def event_store() -> FullMemoryStore:
     """The configured store, checked once for the event log the recall pages read."""
     return _checked_store(MemoryNeeds(admin=True, events=True))
+
+
+def review_store() -> FullMemoryStore:
+    """The configured store, checked once for the promotion state the learnings pages read."""
+    return _checked_store(MemoryNeeds(admin=True, promotion=True))
 
 
 def form_problems(form: forms.Form) -> str:
@@ -117,21 +124,71 @@ def see_other(url: str) -> HttpResponseRedirect:
     return response
 
 
-def retry_later(request: HttpRequest, key: str, data: QueryDict, fields: tuple[str, ...]) -> None:
-    """Keep a refused POST's ``fields`` for the next GET of its form page (see
-    :func:`retry_data`): the refusal is a redirect back to that page, so the address bar
-    never rests on a ``…/run/`` URL that a reload would post again."""
-    request.session[f"retry:{key}"] = {name: data.get(name, "") for name in fields}
+ONCE_SECONDS = 300
+"""How long a value kept for one page waits for the browser to load it."""
+MAX_ONCE_CHARS = 3800
+"""The largest signed value kept in a cookie (browsers keep about 4 KB with its name)."""
+RETRY_COOKIE = "memory_admin_retry"
+RECEIPT_COOKIE = "memory_admin_receipt"
+_ONCE_SALT = "memory_admin.dashboard.once"
+
+
+def keep_once(response: HttpResponse, name: str, value: Mapping[str, str], *, path: str) -> HttpResponse:
+    """Keep ``value`` for this browser's next GET of ``path``, in a signed cookie of its
+    own — never in the server's session store, so a redirect that is not followed leaves
+    nothing on the server — for :data:`ONCE_SECONDS` at most. A value too large for a
+    cookie is not kept (the page then does without it)."""
+    signed = signing.dumps(dict(value), salt=f"{_ONCE_SALT}.{name}", compress=True)
+    if len(signed) <= MAX_ONCE_CHARS:
+        response.set_cookie(
+            name,
+            signed,
+            max_age=ONCE_SECONDS,
+            path=path,
+            secure=settings.SESSION_COOKIE_SECURE,
+            httponly=True,
+            samesite="Strict",
+        )
+    return response
+
+
+def kept_once(request: HttpRequest, name: str) -> dict[str, str] | None:
+    """The value :func:`keep_once` kept for this page (``None``: none, or not ours)."""
+    raw = request.COOKIES.get(name)
+    if raw is None:
+        return None
+    try:
+        value = signing.loads(raw, salt=f"{_ONCE_SALT}.{name}", max_age=ONCE_SECONDS)
+    except signing.BadSignature:
+        return None
+    return {str(key): str(item) for key, item in value.items()} if isinstance(value, dict) else None
+
+
+def spend_once(request: HttpRequest, response: HttpResponse, name: str) -> HttpResponse:
+    """``response``, telling the browser to drop what :func:`keep_once` kept for this page
+    (it is shown once: a reload is a fresh page)."""
+    if name in request.COOKIES:
+        response.delete_cookie(name, path=request.path, samesite="Strict")
+    return response
+
+
+def retry_later(response: HttpResponseRedirect, key: str, data: QueryDict, fields: tuple[str, ...]) -> HttpResponse:
+    """Keep a refused POST's ``fields`` for the form page ``response`` redirects back to
+    (see :func:`retry_data`): the refusal is a redirect, so the address bar never rests on
+    a ``…/run/`` URL that a reload would post again."""
+    kept = {"key": key, **{name: data.get(name, "") for name in fields}}
+    return keep_once(response, RETRY_COOKIE, kept, path=urlsplit(response.url).path)
 
 
 def retry_data(request: HttpRequest, key: str) -> QueryDict | None:
-    """The submission :func:`retry_later` kept, once (a second load is a fresh form)."""
-    kept = request.session.pop(f"retry:{key}", None)
-    if not isinstance(kept, dict):
+    """The submission :func:`retry_later` kept for ``key`` (pass the page's response
+    through :func:`spend_once` with :data:`RETRY_COOKIE`: a second load is a fresh form)."""
+    kept = kept_once(request, RETRY_COOKIE)
+    if kept is None or kept.pop("key", None) != key:
         return None
     data = QueryDict(mutable=True)
     for name, value in kept.items():
-        data[str(name)] = str(value)
+        data[name] = value
     return data
 
 

@@ -54,7 +54,7 @@ def export(request: HtmxHttpRequest, fmt: str) -> HttpResponse | StreamingHttpRe
         )
     filters = form.filters()
     store = admin_store()
-    scope = _export_scope(store, access, filters.scope)
+    scope = export_scope(store, access, filters.scope)
     if isinstance(scope, ErrorPage):
         return render_error(request, scope)
     # every page, from the first: a cursor in the URL only says where the browser was
@@ -76,7 +76,8 @@ def download(chunks: Iterator[str], content_type: str, filename: str) -> Streami
     return response
 
 
-def _export_scope(store: AdminMemoryStore, access: Access, requested: Scope | None) -> Scope | ErrorPage:
+def export_scope(store: AdminMemoryStore, access: Access, requested: Scope | None) -> Scope | ErrorPage:
+    """The one scope an export is of (confined to the grants), or the page that says why not."""
     resolution = resolve_scope(store, access, requested)
     if not isinstance(resolution, PickScope):
         return resolution.scope

@@ -19,9 +19,11 @@ from memory_admin.dashboard.scope_resolver import PickScope, resolve_scope, scop
 from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, audit_link, query_page, see_other
 from memory_admin.records import utc_now
 from memory_admin.reports.health import OVERVIEW_TENANTS, build_health, tenant_overview
+from memory_admin.reports.learnings import pending_proposals
 from memory_admin.scope import TENANT_KEY, format_scope
 
 TEMPLATE = "dashboard/health.html"
+PROPOSALS_SHOWN = 50
 
 
 @require_GET
@@ -51,6 +53,11 @@ def health_context(access: Access, form: ScopeForm) -> dict[str, Any]:
         **context,
         "report": build_health(store, resolution.scope, utc_now(), visible=access.allows),
         "event_log": store.event_log_stats() if store.capabilities().events else None,
+        "proposals": (
+            pending_proposals(store, resolution.scope, visible=access.allows, limit=PROPOSALS_SHOWN)
+            if store.capabilities().promotion
+            else None
+        ),
     }
 
 

@@ -22,7 +22,17 @@ from django.views.decorators.http import require_GET, require_POST
 from memory_admin.dashboard import actions
 from memory_admin.dashboard.forms import DeleteForm, EraseForm, ScopeForm, refuse_quoting
 from memory_admin.dashboard.permissions import Ability, Access, NotVisible, access_for
-from memory_admin.dashboard.views.common import HtmxHttpRequest, admin_store, retry_data, retry_later, see_other
+from memory_admin.dashboard.views.common import (
+    RECEIPT_COOKIE,
+    RETRY_COOKIE,
+    HtmxHttpRequest,
+    admin_store,
+    keep_once,
+    retry_data,
+    retry_later,
+    see_other,
+    spend_once,
+)
 from memory_admin.errors import MemoryCorruptionError
 from memory_admin.records import MemoryRecord
 from memory_admin.scope import Scope, format_scope
@@ -71,7 +81,7 @@ def delete_form(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     if refused is not None:
         form = DeleteForm(refused, record_id=record_id)
         refuse_quoting(form, [target.record.content] if target.record is not None else [])
-        return _delete_page(request, target, form, status=400)
+        return spend_once(request, _delete_page(request, target, form, status=400), RETRY_COOKIE)
     return _delete_page(request, target, DeleteForm(record_id=record_id))
 
 
@@ -81,8 +91,8 @@ def delete(request: HtmxHttpRequest, record_id: str) -> HttpResponse:
     form = DeleteForm(request.POST, record_id=record_id)
     refuse_quoting(form, [target.record.content] if target.record is not None else [])
     if not form.is_valid():
-        retry_later(request, f"delete:{record_id}", request.POST, ("confirm_id", "reason"))
-        return see_other(reverse("dashboard:delete", args=[record_id]))
+        back = see_other(reverse("dashboard:delete", args=[record_id]))
+        return retry_later(back, f"delete:{record_id}", request.POST, ("confirm_id", "reason"))
     entry = actions.delete_record(target.store, target.access, record_id, target.scope, form.cleaned_data["reason"])
     messages.success(request, f"Record {record_id} was deleted. This is the receipt.")
     return see_other(reverse("dashboard:audit_entry", args=[entry.pk]))
@@ -132,7 +142,7 @@ def erase_confirm(request: HtmxHttpRequest) -> HttpResponse:
         erase = EraseForm(refused)
         context = _erase_context(access, scope)
         refuse_quoting(erase, [record.content for record in context["sample"]])
-        return render(request, ERASE_CONFIRM, {**context, "form": erase}, status=400)
+        return spend_once(request, render(request, ERASE_CONFIRM, {**context, "form": erase}, status=400), RETRY_COOKIE)
     erase = EraseForm(initial={"scope": format_scope(scope)})
     return render(request, ERASE_CONFIRM, {**_erase_context(access, scope), "form": erase})
 
@@ -148,11 +158,13 @@ def erase(request: HtmxHttpRequest) -> HttpResponse:
         return render(request, ERASE_PREVIEW, {"access": access, "form": ScopeForm(), "missing": True}, status=400)
     refuse_quoting(form, [record.content for record in _erase_context(access, scope)["sample"]])
     if not valid or not form.is_valid():
-        retry_later(request, "erase", request.POST, ("scope", "confirm_scope", "reason"))
-        return see_other(reverse("dashboard:erase_confirm") + "?" + urlencode({"scope": format_scope(scope)}))
-    entry = actions.erase_scope(admin_store(), access, scope, form.cleaned_data["reason"])
+        back = see_other(reverse("dashboard:erase_confirm") + "?" + urlencode({"scope": format_scope(scope)}))
+        return retry_later(back, "erase", request.POST, ("scope", "confirm_scope", "reason"))
+    entry, typed = actions.erase_scope(admin_store(), access, scope, form.cleaned_data["reason"])
     messages.success(request, "The scope was erased. This is the receipt (it names the scope by keyed hashes only).")
-    return see_other(reverse("dashboard:audit_entry", args=[entry.pk]))
+    receipt = reverse("dashboard:audit_entry", args=[entry.pk])
+    # the officer reads their reason as they typed it, once, from their own browser
+    return keep_once(see_other(receipt), RECEIPT_COOKIE, {"entry": str(entry.pk), "reason": typed}, path=receipt)
 
 
 def _erase_context(access: Access, scope: Scope) -> dict[str, Any]:

@@ -14,11 +14,12 @@ record cannot get two successors; partial unique indexes make both impossible an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import psycopg
@@ -241,7 +242,20 @@ class PostgresMemoryStore(BaseMemoryStore):
                 )
                 guard = loop.create_task(_close_at_shutdown(pool), name="memory_admin: close pool at loop shutdown")
                 entry = self._async_pools[loop] = _LoopPool(pool, guard)
-        await entry.pool.open()
+        if not entry.ready:
+            # filled before its first use: a connection still being made for a caller
+            # served meanwhile would be cut off, and left open, when the loop shuts down
+            async with entry.opening:
+                if not entry.ready:
+                    try:
+                        await entry.pool.open(wait=True, timeout=self._pool_timeout)
+                    except BaseException:
+                        with self._async_lock:  # the next call starts a new pool
+                            if self._async_pools.get(loop) is entry:
+                                del self._async_pools[loop]
+                        await entry.shut()
+                        raise
+                    entry.ready = True
         return entry.pool
 
     def _event_log_pool(self) -> ConnectionPool[Any]:
@@ -404,6 +418,8 @@ class _LoopPool:
 
     pool: AsyncConnectionPool[Any]
     guard: asyncio.Task[None]
+    opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+    ready: bool = False
 
     async def shut(self) -> None:
         self.guard.cancel()
@@ -417,6 +433,21 @@ async def _close_at_shutdown(pool: AsyncConnectionPool[Any]) -> None:
     try:
         await asyncio.Event().wait()
     finally:
+        await _close_cancelled(pool)
+
+
+async def _close_cancelled(pool: AsyncConnectionPool[Any]) -> None:
+    """Close ``pool`` while its loop shuts down. The workers are cancelled with every other
+    task, and ``close()`` stops at gathering them (CancelledError) before it closes the
+    idle connections, which then stay open on the server until they are collected — one
+    or two more for every ``asyncio.run()``. So those are taken out and closed first."""
+    for _ in range(pool.get_stats()["pool_available"]):
+        try:
+            conn = await pool.getconn(timeout=1)
+        except PoolTimeout:
+            break
+        await conn.close()
+    with contextlib.suppress(asyncio.CancelledError):
         await pool.close()
 
 

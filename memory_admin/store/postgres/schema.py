@@ -161,6 +161,68 @@ MIGRATIONS.append(
     """
 )
 
+MIGRATIONS.append(
+    # 7: learnings. Each targeted record's promotion state and every transition it made
+    # (gone with the record: foreign keys that cascade), the compositions hosts registered
+    # and which scope ran which version since when, the gardening pass's proposals.
+    # Targeted records written before this step become candidates
+    """
+    CREATE TABLE memory_promotions (
+        seq       bigint PRIMARY KEY REFERENCES memory_records (seq) ON DELETE CASCADE,
+        scope_id  bigint NOT NULL,
+        state     text NOT NULL,
+        tier      text,
+        primitive text NOT NULL,
+        revision  integer NOT NULL,
+        at        timestamptz NOT NULL
+    );
+    CREATE INDEX memory_promotions_scope_state ON memory_promotions (scope_id, state, at);
+    CREATE INDEX memory_promotions_promoted ON memory_promotions (scope_id, seq) WHERE state = 'promoted';
+    CREATE TABLE memory_promotion_history (
+        seq      bigint NOT NULL REFERENCES memory_records (seq) ON DELETE CASCADE,
+        revision integer NOT NULL,
+        scope_id bigint NOT NULL,
+        at       timestamptz NOT NULL,
+        state    text NOT NULL,
+        body     text NOT NULL,
+        PRIMARY KEY (seq, revision)
+    );
+    CREATE INDEX memory_promotion_history_scope_at ON memory_promotion_history (scope_id, at);
+    CREATE TABLE memory_proposals (
+        pid       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        seq       bigint NOT NULL REFERENCES memory_records (seq) ON DELETE CASCADE,
+        other_seq bigint REFERENCES memory_records (seq) ON DELETE CASCADE,
+        scope_id  bigint NOT NULL,
+        kind      text NOT NULL,
+        status    text NOT NULL,
+        at        timestamptz NOT NULL,
+        body      text NOT NULL,
+        UNIQUE (seq, kind)
+    );
+    CREATE INDEX memory_proposals_scope ON memory_proposals (scope_id, status, at);
+    CREATE INDEX memory_proposals_other ON memory_proposals (other_seq) WHERE other_seq IS NOT NULL;
+    CREATE TABLE memory_compositions (
+        version text PRIMARY KEY,
+        name    text NOT NULL,
+        body    text NOT NULL,
+        at      timestamptz NOT NULL
+    );
+    CREATE TABLE memory_composition_uses (
+        id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        tenant  text NOT NULL,
+        scope   jsonb NOT NULL,
+        version text NOT NULL REFERENCES memory_compositions (version),
+        at      timestamptz NOT NULL
+    );
+    CREATE INDEX memory_composition_uses_tenant ON memory_composition_uses (tenant, at);
+    INSERT INTO memory_promotions (seq, scope_id, state, tier, primitive, revision, at)
+        SELECT seq, scope_id, 'candidate', NULL, substring(target FROM '"primitive": *"([a-z]+)"'), 0, created_at
+        FROM memory_records WHERE target ~ '"primitive": *"[a-z]+"';  -- a corrupt target makes no candidate
+    INSERT INTO memory_promotion_history (seq, revision, scope_id, at, state, body)
+        SELECT seq, 0, scope_id, at, 'candidate', '{"by":"system","actor":"store"}' FROM memory_promotions;
+    """
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 MIGRATION_LOCK = 0x6D656D5F61646D31  # any constant; "mem_adm1" in ASCII

@@ -20,7 +20,14 @@ from memory_admin.store.postgres.search import PostgresSearch, scope_condition, 
 from memory_admin.store.protocol import ScopeCounts, ScopeFacet
 from memory_admin.store.session import Invalidation, Slot, Statement
 from memory_admin.store.sql.dialect import POSTGRES
-from memory_admin.store.sql.rows import POSTGRES_INSERT_COLUMNS, POSTGRES_SELECT, RECORD_FROM, event_row, record_values
+from memory_admin.store.sql.rows import (
+    POSTGRES_COLUMNS,
+    POSTGRES_INSERT_COLUMNS,
+    POSTGRES_SELECT,
+    RECORD_FROM,
+    event_row,
+    record_values,
+)
 from memory_admin.store.sql.session import SqlSession
 from memory_admin.store.vectors import VectorCache
 
@@ -29,11 +36,13 @@ class PostgresSession(SqlSession):
     """The primitives of one unit of work on a PostgreSQL connection."""
 
     dialect = POSTGRES
+    record_columns = POSTGRES_COLUMNS
     record_select = POSTGRES_SELECT + RECORD_FROM
 
     def __init__(self, searcher: PostgresSearch, vector_cache: VectorCache | None = None) -> None:
         self._searcher = searcher
         self.codec = searcher.records.codec
+        self.record_cache = searcher.records
         self.vector_cache = vector_cache
         self._scope_ids: dict[str, int] = {}
 

@@ -61,13 +61,15 @@ RECORD_FROM = " FROM memory_records r JOIN memory_scopes s ON s.scope_id = r.sco
 PROVENANCE_COLUMNS = ("source", "author", "conversation_id", "run_id")
 """SQLite keeps provenance as four plain columns (queryable, and half the bytes of its JSON)."""
 _SQLITE_OWN = tuple(c for c in RECORD_COLUMNS if c != "provenance")
-SQLITE_SELECT = (
-    "SELECT r.rid AS rid, s.scope AS scope, "
+SQLITE_COLUMNS = (
+    "r.rid AS rid, s.scope AS scope, "
     + ", ".join(f"r.{c} AS {c}" for c in _SQLITE_OWN)
     + ", json_object("
     + ", ".join(f"'{c}', r.{c}" for c in PROVENANCE_COLUMNS)
     + ") AS provenance"
 )
+"""SQLite's record columns (``r`` the records, ``s`` their scopes), in :data:`SQLITE_NAMES` order."""
+SQLITE_SELECT = "SELECT " + SQLITE_COLUMNS
 """SQLite's record select, up to its FROM clause (:data:`RECORD_FROM`, or a variant)."""
 SQLITE_NAMES = ("rid", "scope", *_SQLITE_OWN, "provenance")
 """The columns of :data:`SQLITE_SELECT`, in order."""
@@ -91,9 +93,11 @@ def sqlite_row(record: MemoryRecord, rid: int, scope_id: int) -> tuple[Any, ...]
 
 # --- PostgreSQL --------------------------------------------------------------------------
 
-POSTGRES_SELECT = "SELECT r.seq AS seq, r.scope_id AS scope_id, s.scope AS scope, " + ", ".join(
+POSTGRES_COLUMNS = "r.seq AS seq, r.scope_id AS scope_id, s.scope AS scope, " + ", ".join(
     f"r.{c} AS {c}" for c in RECORD_COLUMNS
 )
+"""PostgreSQL's record columns, in :data:`POSTGRES_NAMES` order."""
+POSTGRES_SELECT = "SELECT " + POSTGRES_COLUMNS
 """PostgreSQL's record select, up to its FROM clause (:data:`RECORD_FROM`)."""
 POSTGRES_NAMES = ("seq", "scope_id", "scope", *RECORD_COLUMNS)
 """The columns of :data:`POSTGRES_SELECT`, in order."""
@@ -320,12 +324,14 @@ def event_row(d: Dialect, event: AnyEvent) -> list[Any]:
 __all__ = [
     "AGENT_MARK",
     "EVENT_COLUMNS",
+    "POSTGRES_COLUMNS",
     "POSTGRES_INSERT_COLUMNS",
     "POSTGRES_NAMES",
     "POSTGRES_SELECT",
     "PROVENANCE_COLUMNS",
     "RECORD_COLUMNS",
     "RECORD_FROM",
+    "SQLITE_COLUMNS",
     "SQLITE_NAMES",
     "SQLITE_ROW_COLUMNS",
     "SQLITE_SELECT",

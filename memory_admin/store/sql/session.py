@@ -28,6 +28,7 @@ from memory_admin.store.plan import Candidate, SearchPlan, context
 from memory_admin.store.protocol import CorruptionScan, CorruptRecord
 from memory_admin.store.session import Statement
 from memory_admin.store.sql.dialect import Clauses, Dialect, record_filters
+from memory_admin.store.sql.learnings import SqlLearnings
 from memory_admin.store.sql.rows import EVENT_COLUMNS, RecordCodec, dumps, event_row
 from memory_admin.store.vectors import ScopeVectors, VectorCache, VectorSpace, centre, centre_keys, closest, shortlist
 
@@ -57,9 +58,10 @@ def _groups(items: Sequence[T], size: Callable[[T], int], most: int) -> list[lis
     return groups
 
 
-class SqlSession(ABC):
-    """The primitives both SQL backends answer with the same SQL, through their dialect.
-    A backend's session subclasses it and adds what only its database can say."""
+class SqlSession(SqlLearnings, ABC):
+    """The primitives both SQL backends answer with the same SQL, through their dialect
+    (the learnings' in :class:`~memory_admin.store.sql.learnings.SqlLearnings`). A
+    backend's session subclasses it and adds what only its database can say."""
 
     dialect: Dialect
     codec: RecordCodec
@@ -72,12 +74,6 @@ class SqlSession(ABC):
     @abstractmethod
     def records_under(self, scope: Scope) -> Steps[Statement, tuple[str, list[Any]]]:
         """A condition on ``r`` for the records whose scope contains ``scope``'s pairs."""
-
-    @abstractmethod
-    def records_reached(self, plan: SearchPlan, *columns: str) -> Steps[Statement, list[tuple[str, list[Any]]] | None]:
-        """For each of ``columns`` (scope ids: ``r.scope_id`` of the records, ``s.scope_id``
-        of the scopes) a condition on it for the scopes a plan reaches (subset or visible
-        match, the agent convention); ``None`` when no stored scope can match."""
 
     # --- records: counts, ids, the corruption scan ---------------------------------------
 

@@ -22,6 +22,7 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -81,13 +82,12 @@ class SqliteMemoryStore(BaseMemoryStore):
     # --- connections ----------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = None
         try:
             conn = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False)
             terms.register(conn)  # the index's match terms are computed in Python
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise MemoryStoreError(f"{self.path} could not switch to WAL journaling (got {mode}).")
+            _journal_in_wal(conn, "main", self.path, self._busy_timeout)
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             conn.execute("PRAGMA secure_delete = ON")
             conn.execute("PRAGMA temp_store = MEMORY")
@@ -96,13 +96,15 @@ class SqliteMemoryStore(BaseMemoryStore):
             # no faster and held 30 MB more)
             conn.execute("PRAGMA cache_size = -32768")
             conn.execute("ATTACH DATABASE ? AS events", [str(events_path(self.path))])
-            mode = conn.execute("PRAGMA events.journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise MemoryStoreError(f"{events_path(self.path)} could not switch to WAL journaling (got {mode}).")
+            _journal_in_wal(conn, "events", events_path(self.path), self._busy_timeout)
             conn.execute(f"PRAGMA events.synchronous = {self._synchronous}")
             conn.execute("PRAGMA events.secure_delete = ON")
-        except sqlite3.DatabaseError as exc:
-            raise self._translate(exc) from None
+        except BaseException as exc:
+            if conn is not None:
+                conn.close()  # a half-made connection holds the files open for nothing
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise self._translate(exc) from None
+            raise
         with self._all_lock:
             self._all.append(conn)
         return conn
@@ -221,6 +223,23 @@ class SqliteMemoryStore(BaseMemoryStore):
                 raise self._translate(exc) from None
 
 
+def _journal_in_wal(conn: sqlite3.Connection, schema: str, path: Path, timeout: float) -> None:
+    """Switch ``schema``'s file to WAL journaling. A new file switches once, under an
+    exclusive lock that SQLite does not wait for: when several processes open a new file
+    at once, the others are told it is locked, and wait here until it has switched."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            mode = conn.execute(f"PRAGMA {schema}.journal_mode = WAL").fetchone()[0]
+            break
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+    if str(mode).lower() != "wal":
+        raise MemoryStoreError(f"{path} could not switch to WAL journaling (got {mode}).")
+
+
 def _drive_now(conn: sqlite3.Connection, steps: Steps[Statement, T]) -> T:
     return run_steps(steps, lambda statement: execute_statement(conn, statement))
 
@@ -265,22 +284,28 @@ def _settle_event_file(conn: sqlite3.Connection, searcher: Search, busy_timeout:
     is safe to repeat, so a crash anywhere in here is settled by the next open."""
     for statement in statements(EVENT_FILE_SCHEMA):
         conn.execute(statement)
+    # Several processes may open the file at once (agents and the dashboard starting
+    # together): what one finds to do before it holds the write lock, another may have
+    # done by the time it does, so each step looks again under the lock
     if _log_inside(conn):
         _drive_now(conn, begin_immediate(busy_timeout))
-        conn.execute("INSERT OR IGNORE INTO events.memory_events SELECT * FROM main.memory_events")
+        if _log_inside(conn):
+            conn.execute("INSERT OR IGNORE INTO events.memory_events SELECT * FROM main.memory_events")
         conn.execute("COMMIT")
         _drive_now(conn, begin_immediate(busy_timeout))
-        if _log_inside(conn):  # another process's open may have dropped it meanwhile
+        if _log_inside(conn):
             conn.execute("DROP TABLE main.memory_events")
         conn.execute("COMMIT")
     session = SqliteSession(searcher, busy_timeout, owing=False)  # doing what was owed owes nothing new
-    for owed_id, tenant, record_ids, scope in conn.execute(
-        "SELECT id, tenant, record_ids, scope FROM memory_events_owed ORDER BY id"
-    ).fetchall():
+    for (owed_id,) in conn.execute("SELECT id FROM memory_events_owed ORDER BY id").fetchall():
         _drive_now(conn, begin_immediate(busy_timeout))
-        if scope is not None:
-            _drive_now(conn, session.erase_events(json.loads(scope), dry_run=False))
-        _drive_now(conn, session.forget_in_events(tenant, json.loads(record_ids)))
+        owed = conn.execute("SELECT tenant, record_ids, scope FROM memory_events_owed WHERE id = ?", [owed_id])
+        found = owed.fetchone()
+        if found is not None:
+            tenant, record_ids, scope = found
+            if scope is not None:
+                _drive_now(conn, session.erase_events(json.loads(scope), dry_run=False))
+            _drive_now(conn, session.forget_in_events(tenant, json.loads(record_ids)))
         conn.execute("COMMIT")
         conn.execute("DELETE FROM memory_events_owed WHERE id = ?", [owed_id])
 

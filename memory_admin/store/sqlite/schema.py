@@ -294,6 +294,75 @@ MIGRATIONS.append(
     """
 )
 
+MIGRATIONS.append(
+    # 11: learnings. Each targeted record's promotion state and every transition it made
+    # (keyed by the record's rid, so they go with the record: a trigger, and secure_delete
+    # zeroes their pages); the compositions hosts registered and which scope ran which
+    # version since when; the gardening pass's proposals. Targeted records written before
+    # this step become candidates
+    """
+    CREATE TABLE memory_promotions (
+        rid       INTEGER PRIMARY KEY,
+        scope_id  INTEGER NOT NULL,
+        state     TEXT NOT NULL,
+        tier      TEXT,
+        primitive TEXT NOT NULL,
+        revision  INTEGER NOT NULL,
+        at        INTEGER NOT NULL
+    );
+    CREATE INDEX memory_promotions_scope_state ON memory_promotions (scope_id, state, at);
+    CREATE INDEX memory_promotions_promoted ON memory_promotions (scope_id) WHERE state = 'promoted';
+    CREATE TABLE memory_promotion_history (
+        rid      INTEGER NOT NULL,
+        revision INTEGER NOT NULL,
+        scope_id INTEGER NOT NULL,
+        at       INTEGER NOT NULL,
+        state    TEXT NOT NULL,
+        body     TEXT NOT NULL,
+        PRIMARY KEY (rid, revision)
+    ) WITHOUT ROWID;
+    CREATE INDEX memory_promotion_history_scope_at ON memory_promotion_history (scope_id, at);
+    CREATE TABLE memory_proposals (
+        pid       INTEGER PRIMARY KEY,
+        rid       INTEGER NOT NULL,
+        other_rid INTEGER,
+        scope_id  INTEGER NOT NULL,
+        kind      TEXT NOT NULL,
+        status    TEXT NOT NULL,
+        at        INTEGER NOT NULL,
+        body      TEXT NOT NULL,
+        UNIQUE (rid, kind)
+    );
+    CREATE INDEX memory_proposals_scope ON memory_proposals (scope_id, status, at);
+    CREATE INDEX memory_proposals_other ON memory_proposals (other_rid) WHERE other_rid IS NOT NULL;
+    CREATE TRIGGER memory_records_learnings_ad AFTER DELETE ON memory_records BEGIN
+        DELETE FROM memory_promotions WHERE rid = old.rid;
+        DELETE FROM memory_promotion_history WHERE rid = old.rid;
+        DELETE FROM memory_proposals WHERE rid = old.rid OR other_rid = old.rid;
+    END;
+    CREATE TABLE memory_compositions (
+        version TEXT PRIMARY KEY,
+        name    TEXT NOT NULL,
+        body    TEXT NOT NULL,
+        at      INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE memory_composition_uses (
+        id      INTEGER PRIMARY KEY,
+        tenant  TEXT NOT NULL,
+        scope   TEXT NOT NULL,
+        version TEXT NOT NULL,
+        at      INTEGER NOT NULL
+    );
+    CREATE INDEX memory_composition_uses_scope ON memory_composition_uses (scope, at);
+    CREATE INDEX memory_composition_uses_tenant ON memory_composition_uses (tenant);
+    INSERT INTO memory_promotions (rid, scope_id, state, tier, primitive, revision, at)
+        SELECT rid, scope_id, 'candidate', NULL, json_extract(target, '$.primitive'), 0, created_at
+        FROM memory_records WHERE target IS NOT NULL AND json_valid(target);
+    INSERT INTO memory_promotion_history (rid, revision, scope_id, at, state, body)
+        SELECT rid, 0, scope_id, at, 'candidate', '{"by":"system","actor":"store"}' FROM memory_promotions;
+    """
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 EVENT_TABLE = """

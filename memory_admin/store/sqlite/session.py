@@ -22,6 +22,7 @@ from memory_admin.store.session import Invalidation, Slot, Statement
 from memory_admin.store.sql.dialect import SQLITE, id_key, json_list
 from memory_admin.store.sql.rows import (
     RECORD_FROM,
+    SQLITE_COLUMNS,
     SQLITE_ROW_COLUMNS,
     SQLITE_SELECT,
     event_row,
@@ -69,11 +70,13 @@ class SqliteSession(SqlSession):
     is done, when a store opens the file)."""
 
     dialect = SQLITE
+    record_columns = SQLITE_COLUMNS
     record_select = SQLITE_SELECT + RECORD_FROM
 
     def __init__(self, searcher: Search, busy_timeout: float, *, owing: bool = True) -> None:
         self._searcher = searcher
         self.codec = searcher.records.codec
+        self.record_cache = searcher.records
         self._busy_timeout = busy_timeout
         self._owing = owing
         self.forgot = False

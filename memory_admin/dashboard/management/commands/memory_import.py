@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-from argparse import ArgumentParser
-from collections.abc import Iterable
+from argparse import ArgumentParser, ArgumentTypeError
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -16,6 +16,19 @@ from memory_admin.errors import MemoryStoreError
 from memory_admin.store import MemoryStore
 from memory_admin.store.transfer import store_location
 
+MAX_LINE_CHARS = 1_000_000
+"""A line of the file: one write input at every bound, escaped, fits many times over."""
+
+
+def _batch_size(text: str) -> int:
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise ArgumentTypeError(f"{text!r} is not a batch size: give a whole number of records, 1 or more")
+    return size
+
 
 class Command(BaseCommand):
     help = "Write memory records from a JSON Lines file into the store, in batches (all-or-nothing per batch)."
@@ -23,7 +36,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("path", help="a .jsonl file of write inputs, or - for standard input")
         parser.add_argument("--store", help="store URL (default: MEMORY_STORE_URL)")
-        parser.add_argument("--batch-size", type=int, default=500)
+        parser.add_argument("--batch-size", type=_batch_size, default=500, help="records per transaction (default 500)")
         parser.add_argument(
             "--observed-at",
             metavar="ISO-TIME",
@@ -33,6 +46,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         store = get_store(options["store"])
+        most = store.capabilities().max_batch
+        if options["batch_size"] > most:
+            raise CommandError(f"--batch-size {options['batch_size']} is more than the store takes at once ({most}).")
         if options["path"] == "-":
             written = self._import(store, sys.stdin, options["batch_size"], options["observed_at"])
         else:
@@ -46,10 +62,10 @@ class Command(BaseCommand):
         target = store_location(options["store"]) if options["store"] else "the default store"
         self.stdout.write(self.style.SUCCESS(f"Imported {written} records into {target}."))
 
-    def _import(self, store: MemoryStore, source: Iterable[str], batch_size: int, observed_at: str | None) -> int:
+    def _import(self, store: MemoryStore, source: TextIO, batch_size: int, observed_at: str | None) -> int:
         batch: list[dict[str, Any]] = []
         written = 0
-        for number, line in enumerate(source, start=1):
+        for number, line in _lines(source):
             if not line.strip():
                 continue
             try:
@@ -73,3 +89,26 @@ class Command(BaseCommand):
             raise CommandError(f"{exc.message}{where}") from None
         batch.clear()
         return count
+
+
+def _lines(source: TextIO) -> Iterator[tuple[int, str]]:
+    """The file's lines, numbered from 1, each read only as far as :data:`MAX_LINE_CHARS`:
+    a file that is not JSON Lines (a binary file, a device) is refused, never read whole."""
+    number = 0
+    while True:
+        number += 1
+        try:
+            line = source.readline(MAX_LINE_CHARS + 1)
+        except UnicodeDecodeError:
+            raise CommandError(
+                f"line {number}: not UTF-8 text. Import takes JSON Lines, one write input per line "
+                "(a backup of a memory file is restored with memory-admin restore); this batch was not written."
+            ) from None
+        if not line:
+            return
+        if len(line.rstrip("\r\n")) > MAX_LINE_CHARS:
+            raise CommandError(
+                f"line {number} holds more than {MAX_LINE_CHARS:,} characters, far more than one write input; "
+                "is this a JSON Lines file? This batch was not written."
+            )
+        yield number, line
