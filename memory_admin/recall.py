@@ -36,6 +36,9 @@ Every assembly emits one ``agent.memory.recall`` event: to the store's event log
 sinks (``store.emit``), or only to ``sink`` when one is given. The store searches made
 along the way do not emit search events of their own; the recall event lists every
 record that went in and every one deferred.
+
+Why one module: the options, the gathering steps, the budgeted layout and the report
+are one algorithm read top to bottom; its sync and async entry points share all of it.
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ supports, demoted, rejected), and recall events over time (via
 The store must read time from the :class:`DemoClock` handed to :func:`load_demo`, so
 history gets realistic dates and "expired" records were written with a short expiry
 weeks ago. Loading is idempotent: a marker record says the corpus is there.
+
+Why one module: it is data — the corpus, written as the story of each tenant in the
+order it happened — and one loader; splitting a story across files would not make it
+shorter to read.
 """
 
 from __future__ import annotations

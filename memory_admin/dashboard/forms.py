@@ -2,6 +2,10 @@
 
 A bad parameter — an unknown name, a malformed scope or date, a value too long — is a
 form error the page shows inline with status 400; it never reaches the store.
+
+Why one module: every page's filters and every POST form share the same fields and
+checks (scopes, agents, cursors, times, reasons, pins); one module keeps each check
+written once.
 """
 
 from __future__ import annotations

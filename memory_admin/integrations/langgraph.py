@@ -34,6 +34,11 @@ dashboard, grants and erasure:
   which would write a new version of an item each time it is read.
 
 Needs the ``langgraph`` extra: ``pip install 'memory-admin[langgraph]'``.
+
+Why one module: it is the whole adapter behind one extra — the namespace templates, the
+item codec and every ``BaseStore`` operation written once as steps for both drivers —
+and nothing else imports its parts; split, the op set would be spread over files that
+only ever change together.
 """
 
 from __future__ import annotations

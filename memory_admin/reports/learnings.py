@@ -7,6 +7,10 @@ Everything here reads; decisions are :mod:`memory_admin.learning.review`'s and t
 gardening pass's. Each function takes ``visible`` (a reader's grants as a predicate on a
 scope): a learned line of a composed prompt whose record lies outside them is shown as a
 placeholder, never with its words, and a record outside them is never returned.
+
+Why one module: the inbox, one learning's page, the compositions and the timeline are
+built from the same pieces (evidence, gates, contexts, lines a reader may see) and
+their ``visible`` rule is applied the same way in each.
 """
 
 from __future__ import annotations

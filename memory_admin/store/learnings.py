@@ -11,6 +11,9 @@ state, the overlay of a composition for a scope) is refused when any of it moved
 units that change a tenant's promotion states run one at a time
 (:meth:`~memory_admin.store.session.Session.lock_learnings`), so a pinned overlay is
 checked against exactly the promotions the decision lands on.
+
+Why one module: the promotion extension is one state machine; its guards, pins and
+history must be read together to see that no move escapes them.
 """
 
 from __future__ import annotations

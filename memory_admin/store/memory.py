@@ -3,6 +3,10 @@
 It passes the whole conformance kit, ranks with the same BM25 formula SQLite's FTS5
 uses, and matches on the same terms (:func:`~memory_admin.store.ranking.record_text`), so development
 on it behaves like production.
+
+Why one module: it is a whole backend — the session's primitives over Python
+collections, its search and its store class — kept together as the other backends'
+packages are, so the conformance kit's reference backend reads in one place.
 """
 
 from __future__ import annotations

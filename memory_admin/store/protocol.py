@@ -5,6 +5,9 @@
 backend declares which it has in :meth:`MemoryStore.capabilities`; a consumer checks
 them once, at bind time, with :func:`require_memory`. The conformance kit
 (:mod:`memory_admin.conformance`) pins every promise written here.
+
+Why one module: it is the whole contract — the base protocol and each extension with
+the models their methods take and return — the one page a backend author reads.
 """
 
 from __future__ import annotations

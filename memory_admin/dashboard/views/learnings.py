@@ -8,6 +8,10 @@ Every decision is a POST pinned to what the page showed; a decision on a learnin
 moved since is refused, and the page says what moved. Without JavaScript a decision
 redirects back to the page that asked (a refused one keeps what was typed); with htmx
 the region that asked is swapped in place.
+
+Why one module: the review pages share their refusal handling (a refused decision kept
+for the page it redirects to, or the region swapped in place) and the pinning of every
+decision to what the page showed; each view stays parse-then-render.
 """
 
 from __future__ import annotations
