@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -69,6 +69,9 @@ from memory_admin.store.plan import Cursor, SearchPlan, now_us
 from memory_admin.store.session import Session, Statement, Unit, Work
 
 DecisionLike = Decision | Mapping[str, Any]
+
+
+_Listing = TypeVar("_Listing", PromotionQuery, TransitionQuery)
 
 
 def demotion(promotion: Promotion, at: datetime, cause: DemotionCause, reason: str | None) -> Transition:
@@ -636,12 +639,7 @@ class BaseLearningStore(BaseEventLogStore):
         states: Sequence[PromotionState] | None,
         filters: Mapping[str, Any],
     ) -> PromotionQuery:
-        values: dict[str, Any] = {"scope": scope, **filters}
-        if as_of is not None:
-            values["as_of"] = as_of
-        if states is not None:
-            values["states"] = tuple(check_list(states, "states"))
-        return parse_model(PromotionQuery, values, what="promotion listing")
+        return _listing(PromotionQuery, "promotion listing", scope, states, filters, as_of=as_of)
 
     def _promotions(self, query: PromotionQuery) -> Steps[Work, PromotionPage]:
         cursor = Cursor.decode(query.cursor) if query.cursor else None
@@ -700,12 +698,7 @@ class BaseLearningStore(BaseEventLogStore):
         states: Sequence[PromotionState] | None,
         filters: Mapping[str, Any],
     ) -> TransitionQuery:
-        values: dict[str, Any] = {"scope": scope, **filters}
-        if since is not None:
-            values["since"] = since
-        if states is not None:
-            values["states"] = tuple(check_list(states, "states"))
-        return parse_model(TransitionQuery, values, what="transition listing")
+        return _listing(TransitionQuery, "transition listing", scope, states, filters, since=since)
 
     def _transitions(self, query: TransitionQuery) -> Steps[Work, TransitionPage]:
         cursor = _transition_cursor(query.cursor) if query.cursor else None
@@ -976,6 +969,23 @@ class BaseLearningStore(BaseEventLogStore):
             if self._logging_events:
                 self._append_event(event)
             deliver(self._sinks, event)
+
+
+def _listing(
+    model: type[_Listing],
+    what: str,
+    scope: Mapping[str, str],
+    states: Sequence[PromotionState] | None,
+    filters: Mapping[str, Any],
+    **moment: datetime | None,
+) -> _Listing:
+    """A listing's query from a public method's arguments: its moment (``as_of``, ``since``)
+    only when given, its states checked as a list."""
+    values: dict[str, Any] = {"scope": scope, **filters}
+    values.update({name: at for name, at in moment.items() if at is not None})
+    if states is not None:
+        values["states"] = tuple(check_list(states, "states"))
+    return parse_model(model, values, what=what)
 
 
 def scope_key(scope: Scope | None) -> str:

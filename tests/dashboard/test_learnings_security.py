@@ -19,7 +19,15 @@ from memory_admin.dashboard.models import AuditEntry
 from memory_admin.promotion import Pin, Proposal
 from memory_admin.store import InMemoryMemoryStore
 from tests.dashboard.conftest import MakeClient
-from tests.dashboard.test_security import INLINE_SCRIPT, INLINE_STYLE, RANK, ROLES, client_as, csrf_client
+from tests.dashboard.test_security import (
+    INLINE_SCRIPT,
+    INLINE_STYLE,
+    ROLES,
+    ask,
+    body_of,
+    csrf_client,
+    status_for,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -140,14 +148,7 @@ ROUTES: dict[str, Route] = {
 
 
 def expected_status(route: str, role: str, where: str) -> int:
-    method, _url, _data, lowest = ROUTES[route]
-    if role == "anonymous":
-        return 302
-    if RANK[role] < RANK[lowest]:
-        return 403
-    if where == "out" and role != "admin":
-        return 404
-    return 303 if method == "POST" else 200
+    return status_for(ROUTES[route], role, where)
 
 
 def fingerprint(store: InMemoryMemoryStore, target: Target) -> tuple[object, ...]:
@@ -175,14 +176,10 @@ def test_every_learnings_url_by_role_and_grant(
     targets: dict[str, Target],
 ) -> None:
     target = targets[where]
-    method, url_for, data_for, _lowest = ROUTES[route]
-    client = client_as(role, client_for)
     before = fingerprint(demo_store, target)
-    url = url_for(target)
-    response = client.post(url, data_for(target)) if method == "POST" else client.get(url)
+    response, body = ask(ROUTES[route], target, role, client_for)
     expected = expected_status(route, role, where)
-    assert response.status_code == expected, f"{method} {url} as {role} ({where} grant)"
-    body = b"".join(response.streaming_content) if response.streaming else response.content  # type: ignore[attr-defined]
+    assert response.status_code == expected, f"{route} as {role} ({where} grant)"
     if expected in (302, 403, 404):
         assert target.secret.encode() not in body, "a refusal leaks the learning"
         assert fingerprint(demo_store, target) == before, "a refused request changed something"
@@ -215,8 +212,7 @@ def test_a_tenant_limited_user_never_sees_another_tenants_learnings_anywhere(
         reverse("dashboard:composition") + q(scope="tenant=globex,agent=support"),
     ]
     for url in pages:
-        response = client.get(url)
-        body = b"".join(response.streaming_content) if response.streaming else response.content  # type: ignore[attr-defined]
+        body = body_of(client.get(url))
         assert OUT_SECRET.encode() not in body and b"globex-support" not in body, url
         assert targets["out"].record_id.encode() not in body, url
 

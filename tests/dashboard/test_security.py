@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.http import StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.test import Client
 from django.urls import reverse
 from django.utils.http import urlencode
@@ -151,7 +153,13 @@ ROUTES: dict[str, Route] = {
 
 
 def expected_status(route: str, role: str, where: str) -> int:
-    method, _url, _data, lowest = ROUTES[route]
+    return status_for(ROUTES[route], role, where)
+
+
+def status_for(spec: tuple[str, object, object, str], role: str, where: str) -> int:
+    """What a route (method, URL, data, the lowest role it needs) answers ``role`` for a
+    target inside or outside the grant."""
+    method, _url, _data, lowest = spec
     if role == "anonymous":
         return 302  # to the sign-in page
     if RANK[role] < RANK[lowest]:
@@ -165,6 +173,27 @@ def client_as(role: str, client_for: MakeClient) -> Client:
     if role == "anonymous":
         return Client()
     return client_for(role) if role == "admin" else client_for(role, GRANT)
+
+
+def ask(
+    spec: tuple[str, Callable[[Any], str], Callable[[Any], dict[str, str]], str],
+    target: object,
+    role: str,
+    client_for: MakeClient,
+) -> tuple[HttpResponseBase, bytes]:
+    """``role`` (granted acme) asks a route about ``target``: the answer and its body."""
+    method, url_for, data_for, _lowest = spec
+    client = client_as(role, client_for)
+    url = url_for(target)
+    response = client.post(url, data_for(target)) if method == "POST" else client.get(url)
+    return response, body_of(response)
+
+
+def body_of(response: HttpResponseBase) -> bytes:
+    """A response's body, streamed (the exports) or not."""
+    if isinstance(response, StreamingHttpResponse):
+        return b"".join(response.streaming_content)  # type: ignore[arg-type]
+    return response.content  # type: ignore[attr-defined, no-any-return]
 
 
 def fingerprint(store: InMemoryMemoryStore, target: Target) -> tuple[object, ...]:
@@ -188,14 +217,10 @@ def test_every_url_by_role_and_grant(
     targets: dict[str, Target],
 ) -> None:
     target = targets[where]
-    method, url_for, data_for, _lowest = ROUTES[route]
-    client = client_as(role, client_for)
     before = fingerprint(demo_store, target)
-    url = url_for(target)
-    response = client.post(url, data_for(target)) if method == "POST" else client.get(url)
+    response, body = ask(ROUTES[route], target, role, client_for)
     expected = expected_status(route, role, where)
-    assert response.status_code == expected, f"{method} {url_for(target)} as {role} ({where} grant)"
-    body = b"".join(response.streaming_content) if response.streaming else response.content  # type: ignore[attr-defined]
+    assert response.status_code == expected, f"{route} as {role} ({where} grant)"
     if expected == 302:
         assert response["Location"].startswith(reverse("login"))
     if expected in (302, 403, 404):
@@ -402,6 +427,8 @@ call_command("migrate", verbosity=0)
 call_command("collectstatic", interactive=False, verbosity=0)  # pages name hashed static files
 from django.contrib.auth.models import User
 User.objects.create_user("pat", password="pw-for-tests-only")
+from django.http import StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.test import Client
 client = Client(HTTP_HOST="memory.example.org")
 login = client.get("/accounts/login/", secure=True)
