@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, StreamingHttpResponse
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from memory_admin.dashboard.audit_log import (
@@ -41,7 +38,7 @@ from memory_admin.dashboard.views.common import (
     render_region,
     spend_once,
 )
-from memory_admin.dashboard.views.export import counted, download
+from memory_admin.dashboard.views.export import counted, download, export_filename, first_read
 from memory_admin.scope import Scope, format_scope
 
 LOG = "dashboard/audit.html"
@@ -126,11 +123,10 @@ def audit_export(request: HtmxHttpRequest, fmt: str) -> HttpResponse | Streaming
     if isinstance(scope, ErrorPage):
         return render_error(request, scope)
     entries = visible_entries(access, form.narrow(AuditEntry.objects.all()), lambda entry: form.matches(entry.scope))
-    first = next(entries, None)  # read before this export's own entry is written: it is not in the file
-    stream = chain([first] if first is not None else [], entries)
+    stream = first_read(entries)  # read before this export's own entry is written: it is not in the file
     entry = export_started(access, scope, fmt, action=AuditEntry.Action.EXPORT_AUDIT)
     content_type, render = EXPORTS[fmt]
-    return download(render(counted(entry, stream, "entries")), content_type, _filename(scope, fmt))
+    return download(render(counted(entry, stream, "entries")), content_type, export_filename("audit", scope, fmt))
 
 
 def _export_scope(access: Access, requested: Scope | None) -> Scope | ErrorPage | None:
@@ -148,11 +144,6 @@ def _export_scope(access: Access, requested: Scope | None) -> Scope | ErrorPage 
     except AmbiguousScope as exc:
         options = ", ".join(format_scope(option) for option in exc.options)
         return ErrorPage(400, "That scope spans several of your grants", f"Export one of: {options}.")
-
-
-def _filename(scope: Scope | None, fmt: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", format_scope(scope) if scope else "every-tenant").strip("-")[:80]
-    return f"audit-{name}-{timezone.now():%Y%m%d-%H%M}.{fmt}"
 
 
 @require_GET

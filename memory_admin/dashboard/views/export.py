@@ -60,11 +60,10 @@ def export(request: HtmxHttpRequest, fmt: str) -> HttpResponse | StreamingHttpRe
     # every page, from the first: a cursor in the URL only says where the browser was
     query = filters.list_query(scope, EXPORT_PAGE).model_copy(update={"cursor": None})
     records = (r for r in store.iter_records(query, page_size=EXPORT_PAGE) if access.allows(r.scope))
-    first = next(records, None)  # store errors surface here, as a page, not mid-download
+    stream = first_read(records)
     content_type, render = FORMATS[fmt]
-    stream = chain([first] if first is not None else [], records)
     entry = export_started(access, scope, fmt, backend=store.capabilities().backend)
-    return download(render(counted(entry, stream, "records")), content_type, _filename(scope, fmt))
+    return download(render(counted(entry, stream, "records")), content_type, export_filename("memory", scope, fmt))
 
 
 def download(chunks: Iterator[str], content_type: str, filename: str) -> StreamingHttpResponse:
@@ -90,6 +89,14 @@ def export_scope(store: AdminMemoryStore, access: Access, requested: Scope | Non
 Item = TypeVar("Item")
 
 
+def first_read(items: Iterator[Item]) -> Iterator[Item]:
+    """``items`` with the first one read now: a store error surfaces here, as a page, not
+    mid-download."""
+    for first in items:
+        return chain([first], items)
+    return iter(())
+
+
 def counted(entry: AuditEntry, items: Iterator[Item], noun: str) -> Iterator[Item]:
     """``items``, counted into ``entry`` (as ``noun``), which closes when the download ends."""
     count = 0
@@ -109,6 +116,8 @@ def counted(entry: AuditEntry, items: Iterator[Item], noun: str) -> Iterator[Ite
         finish(entry, outcome, error=error)
 
 
-def _filename(scope: Scope, fmt: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", format_scope(scope)).strip("-")[:80]
-    return f"memory-{name}-{utc_now():%Y%m%d-%H%M}.{fmt}"
+def export_filename(kind: str, scope: Scope | None, fmt: str) -> str:
+    """An export's file name: what it holds, its scope (file-name safe; ``None``: every
+    tenant), when, its format."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", format_scope(scope) if scope else "every-tenant").strip("-")[:80]
+    return f"{kind}-{name}-{utc_now():%Y%m%d-%H%M}.{fmt}"

@@ -17,9 +17,7 @@ decision to what the page showed; each view stays parse-then-render.
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime, timedelta
-from itertools import chain
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -63,7 +61,7 @@ from memory_admin.dashboard.views.common import (
     see_other,
     spend_once,
 )
-from memory_admin.dashboard.views.export import counted, download, export_scope
+from memory_admin.dashboard.views.export import counted, download, export_filename, export_scope, first_read
 from memory_admin.errors import MemoryConflictError, MemoryValidationError
 from memory_admin.promotion import Pin
 from memory_admin.records import MemoryRecord, utc_now
@@ -622,13 +620,10 @@ def _learned_export(request: HtmxHttpRequest, fmt: str) -> HttpResponse | Stream
         store, scope, visible=access.allows, agent=data["agent"], since=data["since"], until=data["until"]
     )
     try:
-        first = next(rows, None)  # store errors surface here, as a page, not mid-download
+        stream = first_read(rows)
     except MemoryValidationError as exc:
         return render_error(request, ErrorPage(400, "That export is not valid", describe(exc)))
-    stream = chain([first] if first is not None else [], rows)
     backend = store.capabilities().backend
     entry = export_started(access, scope, fmt, action=AuditEntry.Action.EXPORT_LEARNED, backend=backend)
     content_type, render = LEARNED_FORMATS[fmt]
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", format_scope(scope)).strip("-")[:80]
-    filename = f"learned-{name}-{utc_now():%Y%m%d-%H%M}.{fmt}"
-    return download(render(counted(entry, stream, "rows")), content_type, filename)
+    return download(render(counted(entry, stream, "rows")), content_type, export_filename("learned", scope, fmt))
