@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_admin.errors import MemoryValidationError
-from memory_admin.events import EventSink, MemoryRecallEvent, agent_of, deliver, preview
+from memory_admin.events import AnyEvent, EventSink, MemoryRecallEvent, agent_of, deliver, preview
 from memory_admin.records import (
     MemoryHit,
     MemoryRecord,
@@ -559,6 +559,24 @@ def _finish(plan: _Plan, found: _Candidates, *, now: datetime, started: float) -
     return RecallResult(block=block, report=report, records=records, event=event, hits=found.scored)
 
 
+def send_event(store: MemoryStore, sink: EventSink | None, event: AnyEvent) -> None:
+    """A recall's event: to ``sink`` when given, else to the store's event log and sinks
+    (a failing sink or log never fails the recall)."""
+    if sink is not None:
+        deliver([sink], event)
+    elif isinstance(store, EventLogStore):
+        store.emit(event)
+
+
+async def asend_event(store: MemoryStore, sink: EventSink | None, event: AnyEvent) -> None:
+    """:func:`send_event` for async callers: a sink runs on the caller's thread, the event
+    log's blocking write in a worker thread."""
+    if sink is not None:
+        deliver([sink], event)
+    elif isinstance(store, EventLogStore):
+        await asyncio.to_thread(store.emit, event)
+
+
 def assemble_recall(
     store: MemoryStore,
     scope: Mapping[str, str],
@@ -586,10 +604,7 @@ def assemble_recall(
     plan = _Plan(store, scope, query, options)
     found = run_steps(_gather(plan), lambda q: store.search(q, emit_event=False))
     result = _finish(plan, found, now=stamped, started=started)
-    if sink is not None:
-        deliver([sink], result.event)
-    elif isinstance(store, EventLogStore):
-        store.emit(result.event)
+    send_event(store, sink, result.event)
     return result
 
 
@@ -607,10 +622,7 @@ async def aassemble_recall(
     plan = _Plan(store, scope, query, options)
     found = await arun_steps(_gather(plan), lambda q: store.asearch(q, emit_event=False))
     result = _finish(plan, found, now=stamped, started=started)
-    if sink is not None:
-        deliver([sink], result.event)  # a sink runs on the caller's thread, as in the sync twin
-    elif isinstance(store, EventLogStore):
-        await asyncio.to_thread(store.emit, result.event)  # the event log is a blocking write
+    await asend_event(store, sink, result.event)
     return result
 
 
@@ -626,6 +638,7 @@ __all__ = [
     "RecallReport",
     "RecallResult",
     "aassemble_recall",
+    "asend_event",
     "assemble_recall",
     "clip_query",
     "entry_chars",
@@ -633,5 +646,6 @@ __all__ = [
     "place_profile",
     "profile_slice_chars",
     "render_entry",
+    "send_event",
     "truncation_marker",
 ]

@@ -29,7 +29,6 @@ so the dashboard's recall pages show a conversation's turns together.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -38,7 +37,7 @@ from typing import TYPE_CHECKING, TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_admin.errors import MemoryValidationError
-from memory_admin.events import EventSink, MemoryRecallTurnEvent, agent_of, deliver, preview
+from memory_admin.events import EventSink, MemoryRecallTurnEvent, agent_of, preview
 from memory_admin.recall import (
     BLOCK_CLOSE,
     BLOCK_OPEN,
@@ -46,15 +45,17 @@ from memory_admin.recall import (
     RecallArgs,
     RecallResult,
     aassemble_recall,
+    asend_event,
     assemble_recall,
     clip_query,
     render_entry,
+    send_event,
     truncation_marker,
 )
 from memory_admin.records import MemoryHit, MemoryRecord, MemorySearchQuery, parse_model, utc_now
 from memory_admin.scope import Scope, ScopeMatch, canonical_scope, read_view
 from memory_admin.steps import Steps, arun_steps, run_steps
-from memory_admin.store.protocol import EventLogStore, MemoryStore
+from memory_admin.store.protocol import MemoryStore
 from memory_admin.tokenize import unique_tokens
 
 if TYPE_CHECKING:
@@ -281,10 +282,7 @@ def assemble_turn_recall(
     plan = _TurnPlan(store, scope, message, injected, turn, options)
     hits = run_steps(_gather(plan), lambda q: store.search(q, emit_event=False))
     result = _finish(plan, hits, now=stamped, started=started)
-    if sink is not None:
-        deliver([sink], result.event)
-    elif isinstance(store, EventLogStore):
-        store.emit(result.event)
+    send_event(store, sink, result.event)
     return result
 
 
@@ -304,10 +302,7 @@ async def aassemble_turn_recall(
     plan = _TurnPlan(store, scope, message, injected, turn, options)
     hits = await arun_steps(_gather(plan), lambda q: store.asearch(q, emit_event=False))
     result = _finish(plan, hits, now=stamped, started=started)
-    if sink is not None:
-        deliver([sink], result.event)
-    elif isinstance(store, EventLogStore):
-        await asyncio.to_thread(store.emit, result.event)
+    await asend_event(store, sink, result.event)
     return result
 
 
