@@ -90,6 +90,9 @@ def error_beside(page: Page, label: str, text: str | re.Pattern[str]) -> None:
     field_id = field.get_attribute("id")
     error = page.locator(f"#{field_id}-error")
     expect(error).to_contain_text(text)
+    # the error shows as the page is parsed; measured before its stylesheet has loaded,
+    # the boxes are the unstyled page's (under load the development server is slow to serve it)
+    page.wait_for_load_state("load")
     field_box, error_box = field.bounding_box(), error.bounding_box()
     assert field_box is not None and error_box is not None
     gap = error_box["y"] - (field_box["y"] + field_box["height"])
