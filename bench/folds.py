@@ -47,10 +47,20 @@ from memory_admin.embed.protocol import numpy
 from memory_admin.embed.quantize import stack_blobs, to_blobs
 from memory_admin.scope import scope_json
 from memory_admin.store import ranking
+from memory_admin.store.named_time import NamedTime, named_time
 from memory_admin.store.plan import Candidate, context
 from memory_admin.store.quality import FEATURES, features
 from memory_admin.store.quality import rank as quality_rank
-from memory_admin.store.vectors import Ranked, ScopeVectors, centre, centre_keys, closest, relevant, shortlist
+from memory_admin.store.vectors import (
+    Ranked,
+    ScopeVectors,
+    centre,
+    centre_keys,
+    closest,
+    named_lift,
+    relevant,
+    shortlist,
+)
 from memory_admin.tokenize import tokenize, unique_tokens
 
 if TYPE_CHECKING:
@@ -221,6 +231,7 @@ class Setting:
     second_round: float = 0.0
     diversity: float = 0.0
     names: float = 0.0
+    named_time: float = 0.0
 
 
 def store_setting(mode: str) -> Setting:
@@ -234,6 +245,7 @@ def store_setting(mode: str) -> Setting:
             lift=tuning.SEMANTIC_CONTEXT_WEIGHT,
             depth=tuning.FUSION_CANDIDATES,
             floor=tuning.RELEVANCE_FLOOR,
+            named_time=tuning.SEMANTIC_NAMED_TIME_WEIGHT,
         )
     return Setting(
         mode,
@@ -241,6 +253,7 @@ def store_setting(mode: str) -> Setting:
         lift=tuning.CONTEXT_WEIGHT,
         depth=tuning.FUSION_CANDIDATES,
         floor=tuning.RELEVANCE_FLOOR,
+        named_time=tuning.NAMED_TIME_WEIGHT,
     )
 
 
@@ -250,47 +263,63 @@ def ranked(asked: Asked, setting: Setting, data: Collected, weights: dict[str, f
     if setting.mode == "keyword":
         return [c.id for c in keyword]
     semantic = asked.semantic[setting.centring, setting.depth]
+    named = named_time(asked.question.text)
     if setting.mode == "semantic":
         scores = [c.score for c in semantic]
-        lifts = context_lift(scores, [c.context for c in semantic], setting.lift)
+        contexts = [c.context for c in semantic]
+        lifts = context_lift(scores, contexts, setting.lift)
+        at = named_lift(contexts, named, setting.named_time)
         hits = [
-            Ranked(c.id, score + lift, semantic_score=c.cosine)
-            for c, score, lift in zip(semantic, scores, lifts, strict=True)
+            Ranked(c.id, score + lift + when, semantic_score=c.cosine)
+            for c, score, lift, when in zip(semantic, scores, lifts, at, strict=True)
         ]
         hits = [hits[i] for i in sorted(range(len(hits)), key=lambda i: (-hits[i].score, i))]
     elif setting.mode == "quality":
-        hits = quality_rank(keyword[: setting.depth], semantic, asked.terms, weights)
+        hits = quality_rank(keyword[: setting.depth], semantic, asked.terms, weights, named)
     elif setting.fusion == "rrf":
         cosines = {c.id: c.cosine for c in semantic}
         bm25 = {c.id: c.score for c in keyword[: setting.depth]}
         order = rrf_fusion(list(bm25), [c.id for c in semantic])
         hits = [Ranked(key, score, bm25.get(key), cosines.get(key)) for key, score in order]
     else:
-        hits = _fused(asked, keyword[: setting.depth], semantic, setting, data)
+        hits = _fused(asked, keyword[: setting.depth], semantic, setting, data, named)
     with floor_at(setting.floor):
         return [hit.id for hit in relevant(hits)]
 
 
 def _fused(
-    asked: Asked, keyword: Sequence[Candidate], semantic: Sequence[Candidate], setting: Setting, data: Collected
+    asked: Asked,
+    keyword: Sequence[Candidate],
+    semantic: Sequence[Candidate],
+    setting: Setting,
+    data: Collected,
+    named: NamedTime | None = None,
 ) -> list[Ranked]:
-    hits = _fuse(keyword, semantic, setting)
+    hits = _fuse(keyword, semantic, setting, named)
     if setting.second_round or setting.diversity or setting.names:
         hits = _multi_hop(asked, keyword, hits, setting, data)
     return hits
 
 
-def _fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate], setting: Setting) -> list[Ranked]:
+def _fuse(
+    keyword: Sequence[Candidate], semantic: Sequence[Candidate], setting: Setting, named: NamedTime | None = None
+) -> list[Ranked]:
     """What :func:`~memory_admin.store.vectors.fuse` does, at the setting's weights."""
     cosines = {c.id: c.cosine for c in semantic}
+    contexts = {c.id: c.context for c in (*semantic, *keyword) if c.context is not None}
     fused = zscore_fusion(
         {c.id: c.score for c in keyword},
         {c.id: c.score for c in semantic},
         keyword_weight=setting.keyword_weight,
         context_weight=setting.lift,
-        contexts={c.id: c.context for c in (*semantic, *keyword) if c.context is not None},
+        contexts=contexts,
     )
-    return [Ranked(hit.key, hit.score, hit.keyword_raw, cosines.get(hit.key)) for hit in fused]
+    at = named_lift([contexts.get(hit.key) for hit in fused], named, setting.named_time)
+    hits = [
+        Ranked(hit.key, hit.score + when, hit.keyword_raw, cosines.get(hit.key))
+        for hit, when in zip(fused, at, strict=True)
+    ]
+    return [hits[i] for i in sorted(range(len(hits)), key=lambda i: (-hits[i].score, i))]
 
 
 # --- multi-hop: what was tried --------------------------------------------------------
@@ -324,7 +353,7 @@ def _multi_hop(
         seeds = (codes.astype(np.float32) * scales[:, None]).mean(axis=0)
         vector = asked.vector + setting.second_round * seeds
         again = _closest(held, vector / np.linalg.norm(vector), setting.depth, len(asked.vector), by_centre=True)
-        return _fuse(keyword, again, setting)
+        return _fuse(keyword, again, setting, named_time(asked.question.text))
     if setting.names:
         asked_names = _names(asked.question.text)
         if asked_names:
@@ -457,7 +486,8 @@ L2 = 1.0
 def _labelled(asked: Asked, data: Collected, depth: int) -> tuple[Any, Any]:
     np = numpy()
     held = data.conversations[asked.question.conversation]
-    ids, rows = features(asked.keyword[:depth], asked.semantic[True, depth], asked.terms)
+    named = named_time(asked.question.text)
+    ids, rows = features(asked.keyword[:depth], asked.semantic[True, depth], asked.terms, named)
     labels = [1.0 if held.cites[key] & asked.question.evidence else 0.0 for key in ids]
     return np.asarray(rows, dtype=np.float64).reshape(len(ids), len(FEATURES)), np.asarray(labels)
 
@@ -546,6 +576,8 @@ def choices() -> list[Choice]:
         Choice("candidate depth", "hybrid", "depth", _depths(), tuning.FUSION_CANDIDATES),
         Choice("centring of the semantic side", "hybrid", "centring", (False, True), False),
         Choice("the stated day among the keyword side's terms", "hybrid", "day", (False, True), False),
+        Choice("the time the question names", "semantic", "named_time", (0.0, 0.1, 0.2, 0.4), 0.0),
+        Choice("the time the question names", "hybrid", "named_time", (0.0, 0.5, 1.0, 2.0, 3.0), 0.0),
     ]
 
 
@@ -705,7 +737,12 @@ def _value(value: Any) -> str:
 def _setting(setting: Setting) -> str:
     if setting.mode == "keyword":
         return f"stated day {_value(setting.day)}"
-    parts = [f"centring {_value(setting.centring)}", f"lift {_value(setting.lift)}", f"depth {setting.depth}"]
+    parts = [
+        f"centring {_value(setting.centring)}",
+        f"lift {_value(setting.lift)}",
+        f"depth {setting.depth}",
+        f"named time {_value(setting.named_time)}",
+    ]
     if setting.mode == "hybrid":
         parts = [f"keyword weight {_value(setting.keyword_weight)}", *parts, f"stated day {_value(setting.day)}"]
     return ", ".join(parts)

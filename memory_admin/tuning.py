@@ -71,6 +71,14 @@ SEMANTIC_CONTEXT_WEIGHT = 0.4
 """How much of the best cosine among the candidates stated in its context a semantic
 search's candidate gains (the rule of :data:`CONTEXT_WEIGHT`, over plain cosines)."""
 
+NAMED_TIME_WEIGHT = 2.0
+"""How much a hybrid search's candidate gains when it was stated on the day its query
+names, or in the month it names (:mod:`~memory_admin.store.named_time`): about two
+standard deviations of the fused score, so what was said then comes first unless another
+record matches far better."""
+SEMANTIC_NAMED_TIME_WEIGHT = 0.4
+"""The same over a semantic search's cosines."""
+
 # --- the quality mode's ranker (memory_admin.store.quality) -------------------------------
 # fitted by `python -m bench.locomo … --folds --train-quality` on LoCoMo's development split
 # only (both kinds of record), and shipped as these numbers

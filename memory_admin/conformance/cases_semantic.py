@@ -104,6 +104,60 @@ class SemanticCases(ConformanceBase):
         assert closest is not None
         assert lifts["the hotel by the river"] == pytest.approx(tuning.SEMANTIC_CONTEXT_WEIGHT * closest, abs=1e-5)
 
+    @pytest.mark.parametrize(
+        ("mode", "weight"), [("hybrid", "NAMED_TIME_WEIGHT"), ("semantic", "SEMANTIC_NAMED_TIME_WEIGHT")]
+    )
+    def test_a_question_naming_a_day_lifts_what_was_stated_that_day(
+        self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch, mode: SearchMode, weight: str
+    ) -> None:
+        now = estore.write([rec("tax papers")])[0].created_at
+        named, other = now - timedelta(days=40), now - timedelta(days=2)
+        estore.write(
+            [
+                rec("garden notes about the roses", observed_at=named),
+                rec("garden notes about the roses and the tulips", observed_at=other),
+            ]
+        )
+        day = f"{named.day} {named:%B} {named.year}"
+
+        def scores(question: str, lift: float | None = None) -> dict[str, Any]:
+            if lift is not None:
+                monkeypatch.setattr(tuning, weight, lift)
+            hits = estore.search({"scope": U1, "query": question, "mode": mode, "relevance": "rank"})
+            monkeypatch.undo()
+            return {hit.record.content: hit for hit in hits}
+
+        roses, tulips = "garden notes about the roses", "garden notes about the roses and the tulips"
+        for question in (f"garden notes on {day}", f"garden notes on {named:%B} {named.day}, {named.year}"):
+            lifted, plain = scores(question), scores(question, 0.0)
+            gained = (lifted[roses].context_score or 0.0) - (plain[roses].context_score or 0.0)
+            assert gained == pytest.approx(getattr(tuning, weight), abs=1e-5), "stated on the day the question names"
+            assert lifted[tulips].context_score == plain[tulips].context_score, "stated on another day"
+            assert next(iter(lifted)) == roses
+            if mode == "semantic":
+                cosine, lift = lifted[roses].semantic_score, lifted[roses].context_score
+                assert lifted[roses].score == pytest.approx(cosine + lift, abs=1e-5), "its score says why"
+        assert next(iter(scores(f"garden notes in {named:%B} {named.year}"))) == roses, "what was stated that month"
+        unnamed = "garden notes about roses"
+        assert scores(unnamed)[roses].context_score == scores(unnamed, 0.0)[roses].context_score, "no time, no lift"
+
+    def test_quality_weighs_the_time_a_question_names(
+        self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        now = estore.write([rec("tax papers")])[0].created_at
+        named = now - timedelta(days=40)
+        estore.write(
+            [
+                rec("garden notes about the roses", observed_at=named),
+                rec("garden notes about the tulips", observed_at=now - timedelta(days=2)),
+            ]
+        )
+        query = {"scope": U1, "query": f"garden notes on {named.day} {named:%B} {named.year}", "mode": "quality"}
+        monkeypatch.setattr(tuning, "QUALITY_WEIGHTS", {"named_time": 1.0})
+        assert contents(estore.search({**query, "relevance": "rank"}))[0] == "garden notes about the roses"
+        monkeypatch.setattr(tuning, "QUALITY_WEIGHTS", {"named_time": -1.0})
+        assert contents(estore.search({**query, "relevance": "rank"}))[-1] == "garden notes about the roses"
+
     @pytest.mark.parametrize("mode", BY_MEANING)
     def test_a_search_by_meaning_returns_what_matches_not_the_whole_scope(
         self, estore: FullMemoryStore, mode: SearchMode

@@ -44,6 +44,7 @@ from memory_admin.store import quality
 from memory_admin.store.caches import LruCache
 from memory_admin.store.event_buffer import DEFAULT_CAPACITY, DEFAULT_INTERVAL, EventBuffer
 from memory_admin.store.ids import IdFactory
+from memory_admin.store.named_time import named_time
 from memory_admin.store.plan import Candidate, Cursor, SearchPlan
 from memory_admin.store.protocol import (
     ErasureReport,
@@ -304,6 +305,7 @@ class StoreCore(ABC):
             vector = yield Compute(lambda: embedder.embed_query(text), lambda: embedder.aembed_query(text))
             self._query_vectors.put(text, vector)
         plan = replace(plan, vector=vector)
+        named = named_time(text)
 
         def steps(s: Session) -> Steps[Statement, tuple[list[MemoryHit], Cursor | None]]:
             space = yield from self._vector_space(s, claim=False)
@@ -315,14 +317,14 @@ class StoreCore(ABC):
             depth = max(plan.needed, tuning.FUSION_CANDIDATES)
             ranked: list[Ranked]
             if plan.mode == "semantic":
-                ranked = by_meaning((yield from similar(depth)))
+                ranked = by_meaning((yield from similar(depth)), named)
             else:
                 semantic = yield from similar(depth)
                 keyword = yield from s.keyword_candidates(plan, depth)
                 if plan.mode == "quality":
-                    ranked = quality.rank(keyword, semantic, len(plan.tokens))
+                    ranked = quality.rank(keyword, semantic, len(plan.tokens), named=named)
                 else:
-                    ranked = fuse(keyword, semantic)
+                    ranked = fuse(keyword, semantic, named)
             ranked = relevant(ranked, plan.query.relevance)
             page = ranked[plan.offset : plan.offset + plan.limit]
             # the page's records, read and checked (a corrupt row is reported, never shown)

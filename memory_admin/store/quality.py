@@ -22,8 +22,9 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 
 from memory_admin import tuning
+from memory_admin.store.named_time import NamedTime
 from memory_admin.store.plan import Candidate, context_day
-from memory_admin.store.vectors import Ranked
+from memory_admin.store.vectors import Ranked, named_lift
 
 FEATURES: tuple[str, ...] = (
     "keyword_z",
@@ -39,6 +40,7 @@ FEATURES: tuple[str, ...] = (
     "age",
     "long_query_keyword",
     "long_query_semantic",
+    "named_time",
 )
 """What the ranker sees of a candidate, over the query's candidates (the union of both sides):
 
@@ -55,7 +57,9 @@ FEATURES: tuple[str, ...] = (
 * ``age`` — how far before the most recently stated candidate it was stated, as a share
   of the candidates' span of days (0 for the newest);
 * ``long_query_keyword``, ``long_query_semantic`` — ``keyword_z`` and ``centred_z`` times
-  the query's number of terms over ten (a long question leans on words differently).
+  the query's number of terms over ten (a long question leans on words differently);
+* ``named_time`` — 1 when it was stated on a day the query names, or in a month it names
+  (:mod:`~memory_admin.store.named_time`).
 """
 
 
@@ -70,7 +74,7 @@ def _ranks(candidates: Sequence[Candidate]) -> dict[str, float]:
 
 
 def features(
-    keyword: Sequence[Candidate], semantic: Sequence[Candidate], query_terms: int
+    keyword: Sequence[Candidate], semantic: Sequence[Candidate], query_terms: int, named: NamedTime | None = None
 ) -> tuple[list[str], list[list[float]]]:
     """The candidates' ids (the semantic side's order, then the keyword side's new ones)
     and each one's :data:`FEATURES`, in that order."""
@@ -106,6 +110,7 @@ def features(
     known = [day for day in days if day is not None]
     newest, span = (max(known), max(1, max(known) - min(known))) if known else (0, 1)
     length = query_terms / 10
+    at = named_lift(contexts, named, 1.0)
     rows = []
     for n, record_id in enumerate(ids):
         found = by_keyword.get(record_id)
@@ -127,6 +132,7 @@ def features(
                 (newest - day) / span if day is not None else 0.0,
                 length * keyword_z[n],
                 length * centred_z[n],
+                at[n],
             ]
         )
     return ids, rows
@@ -137,6 +143,7 @@ def rank(
     semantic: Sequence[Candidate],
     query_terms: int,
     weights: Mapping[str, float] | None = None,
+    named: NamedTime | None = None,
 ) -> list[Ranked]:
     """A quality search's order: every candidate by the weighted sum of its
     :data:`FEATURES` (``weights``: :data:`~memory_admin.tuning.QUALITY_WEIGHTS`), best
@@ -144,7 +151,7 @@ def rank(
     its cosine, as a hybrid hit does."""
     table = tuning.QUALITY_WEIGHTS if weights is None else weights
     coefficients = [table.get(name, 0.0) for name in FEATURES]
-    ids, rows = features(keyword, semantic, query_terms)
+    ids, rows = features(keyword, semantic, query_terms, named)
     scores = [math.fsum(w * x for w, x in zip(coefficients, row, strict=True)) for row in rows]
     by_keyword = {c.id: c for c in keyword}
     cosines = {c.id: c.cosine for c in semantic}

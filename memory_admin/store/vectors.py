@@ -28,7 +28,8 @@ from memory_admin.embed.protocol import Vector, numpy
 from memory_admin.embed.quantize import int8_cosines, scaled_sum, stack_blobs
 from memory_admin.records import MemoryHit, MemoryRecord, MemoryWriteInput
 from memory_admin.store.caches import LruCache
-from memory_admin.store.plan import Candidate
+from memory_admin.store.named_time import NamedTime
+from memory_admin.store.plan import Candidate, context_day
 
 if TYPE_CHECKING:
     from memory_admin.embed.protocol import Embedder
@@ -217,45 +218,67 @@ def relevant(ranked: Sequence[Ranked], relevance: Literal["match", "rank"] = "ma
     ]
 
 
-def by_meaning(semantic: Sequence[Candidate]) -> list[Ranked]:
-    """A semantic search's order: by cosine similarity, each candidate lifted by
-    :data:`~memory_admin.tuning.SEMANTIC_CONTEXT_WEIGHT` of the best cosine among the
-    candidates stated in its context (the same scope, the same day)."""
-    cosines = [c.cosine if c.cosine is not None else c.score for c in semantic]
-    lifts = context_lift(cosines, [c.context for c in semantic], tuning.SEMANTIC_CONTEXT_WEIGHT)
-    ranked = [
-        Ranked(c.id, round(cosine + lift, 6), semantic_score=cosine, context_score=round(lift, 6))
-        for c, cosine, lift in zip(semantic, cosines, lifts, strict=True)
-    ]
+def named_lift(contexts: Sequence[Hashable | None], named: NamedTime | None, weight: float) -> list[float]:
+    """What each candidate gains from the time its query names (:mod:`~memory_admin.store.named_time`):
+    ``weight`` when it was stated on a day the query names, or in a month it names; else 0."""
+    if named is None or not weight:
+        return [0.0] * len(contexts)
+    return [weight if named.covers(context_day(where)) else 0.0 for where in contexts]
+
+
+def _ordered(ranked: list[Ranked]) -> list[Ranked]:
     order = sorted(range(len(ranked)), key=lambda i: (-ranked[i].score, i))
     return [ranked[i] for i in order]
 
 
-def fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate]) -> list[Ranked]:
+def by_meaning(semantic: Sequence[Candidate], named: NamedTime | None = None) -> list[Ranked]:
+    """A semantic search's order: by cosine similarity, each candidate lifted by
+    :data:`~memory_admin.tuning.SEMANTIC_CONTEXT_WEIGHT` of the best cosine among the
+    candidates stated in its context (the same scope, the same day), and by
+    :data:`~memory_admin.tuning.SEMANTIC_NAMED_TIME_WEIGHT` when it was stated at the
+    time the query names."""
+    cosines = [c.cosine if c.cosine is not None else c.score for c in semantic]
+    contexts = [c.context for c in semantic]
+    lifts = context_lift(cosines, contexts, tuning.SEMANTIC_CONTEXT_WEIGHT)
+    named_lifts = named_lift(contexts, named, tuning.SEMANTIC_NAMED_TIME_WEIGHT)
+    return _ordered(
+        [
+            Ranked(c.id, round(cosine + lift + at, 6), semantic_score=cosine, context_score=round(lift + at, 6))
+            for c, cosine, lift, at in zip(semantic, cosines, lifts, named_lifts, strict=True)
+        ]
+    )
+
+
+def fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate], named: NamedTime | None = None) -> list[Ranked]:
     """Both sides' candidates in one order (:func:`~memory_admin.embed.fusion.zscore_fusion`
     of BM25 and the centred cosine, BM25 weighted :data:`~memory_admin.tuning.KEYWORD_WEIGHT`,
-    each lifted by its context's best: :data:`~memory_admin.tuning.CONTEXT_WEIGHT`), each
-    carrying its keyword score (and matched terms) and its cosine beside the fused one."""
+    each lifted by its context's best: :data:`~memory_admin.tuning.CONTEXT_WEIGHT`, and by
+    :data:`~memory_admin.tuning.NAMED_TIME_WEIGHT` when it was stated at the time the
+    query names), each carrying its keyword score (and matched terms) and its cosine
+    beside the fused one."""
     terms = {c.id: c.terms for c in keyword}
     cosines = {c.id: c.cosine for c in semantic}
+    contexts = {c.id: c.context for c in (*semantic, *keyword) if c.context is not None}
     fused = zscore_fusion(
         {c.id: c.score for c in keyword},
         {c.id: c.score for c in semantic},
         keyword_weight=tuning.KEYWORD_WEIGHT,
         context_weight=tuning.CONTEXT_WEIGHT,
-        contexts={c.id: c.context for c in (*semantic, *keyword) if c.context is not None},
+        contexts=contexts,
     )
-    return [
+    at = named_lift([contexts.get(hit.key) for hit in fused], named, tuning.NAMED_TIME_WEIGHT)
+    ranked = [
         Ranked(
             hit.key,
-            round(hit.score, 6),
+            round(hit.score + lift, 6),
             hit.keyword_raw,
             cosines.get(hit.key),
             terms.get(hit.key),
-            round(hit.context, 6),
+            round(hit.context + lift, 6),
         )
-        for hit in fused
+        for hit, lift in zip(fused, at, strict=True)
     ]
+    return _ordered(ranked) if named is not None else ranked
 
 
 __all__ = [
@@ -269,6 +292,7 @@ __all__ = [
     "closest",
     "document_text",
     "fuse",
+    "named_lift",
     "relevant",
     "shortlist",
 ]
