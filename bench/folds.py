@@ -144,7 +144,7 @@ def floor_at(floor: float | None) -> Iterator[None]:
 
 
 def _depths() -> tuple[int, ...]:
-    return tuple(sorted({30, 50, tuning.FUSION_CANDIDATES, 200}))
+    return tuple(sorted({30, 50, tuning.FUSION_CANDIDATES, tuning.SEMANTIC_CANDIDATES, 200}))
 
 
 def collect(
@@ -243,7 +243,7 @@ def store_setting(mode: str) -> Setting:
             "semantic",
             centring=False,
             lift=tuning.SEMANTIC_CONTEXT_WEIGHT,
-            depth=tuning.FUSION_CANDIDATES,
+            depth=tuning.SEMANTIC_CANDIDATES,
             floor=tuning.RELEVANCE_FLOOR,
             named_time=tuning.SEMANTIC_NAMED_TIME_WEIGHT,
         )

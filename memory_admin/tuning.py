@@ -67,6 +67,10 @@ scope, the same day) a candidate gains: what was said together is recalled toget
 FUSION_CANDIDATES = 100
 """How many hits each side contributes before fusion (and a semantic search lifts by
 context): the untuned depth (30 won on dialog turns and lost on observations)."""
+SEMANTIC_CANDIDATES = 200
+"""How many of the closest records a semantic search lifts by context and by the time its
+query names before ordering them (the untuned depth, 100, lost out of fold once the
+named time was in: a record stated on the named day can sit further down)."""
 SEMANTIC_CONTEXT_WEIGHT = 0.4
 """How much of the best cosine among the candidates stated in its context a semantic
 search's candidate gains (the rule of :data:`CONTEXT_WEIGHT`, over plain cosines)."""
@@ -84,19 +88,21 @@ SEMANTIC_NAMED_TIME_WEIGHT = 0.4
 # only (both kinds of record), and shipped as these numbers
 
 QUALITY_WEIGHTS: dict[str, float] = {
-    "keyword_z": -0.6394,
-    "centred_z": 0.7149,
-    "cosine_z": 0.3507,
-    "keyword_share": 3.8925,
-    "matched": -1.0696,
-    "coverage": 1.3839,
-    "keyword_rank": 0.8082,
-    "semantic_rank": 0.076,
-    "context": 0.5318,
-    "context_share": -1.6665,
-    "age": 0.575,
-    "long_query_keyword": 0.4335,
-    "long_query_semantic": -0.5789,
+    "keyword_z": -0.1241,
+    "centred_z": 0.7806,
+    "cosine_z": 0.3219,
+    "keyword_share": 3.0075,
+    "matched": -1.2678,
+    "coverage": 0.9328,
+    "keyword_rank": 0.7967,
+    "semantic_rank": 0.4459,
+    "context": 0.5356,
+    "context_share": -3.8407,
+    "age": 0.5774,
+    "long_query_keyword": 0.323,
+    "long_query_semantic": -0.4752,
+    "named_time": 0.9551,
+    "agreement": -0.1008,
 }
 """Each :data:`~memory_admin.store.quality.FEATURES` name's weight in the ranker's sum."""
 

@@ -314,11 +314,12 @@ class StoreCore(ABC):
                 # no vector space yet: nothing is embedded, nothing is close
                 return (yield from s.similar(plan, limit, space)) if space is not None else []
 
-            depth = max(plan.needed, tuning.FUSION_CANDIDATES)
             ranked: list[Ranked]
             if plan.mode == "semantic":
+                depth = max(plan.needed, tuning.SEMANTIC_CANDIDATES)
                 ranked = by_meaning((yield from similar(depth)), named)
             else:
+                depth = max(plan.needed, tuning.FUSION_CANDIDATES)
                 semantic = yield from similar(depth)
                 keyword = yield from s.keyword_candidates(plan, depth)
                 if plan.mode == "quality":

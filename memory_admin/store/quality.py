@@ -41,6 +41,7 @@ FEATURES: tuple[str, ...] = (
     "long_query_keyword",
     "long_query_semantic",
     "named_time",
+    "agreement",
 )
 """What the ranker sees of a candidate, over the query's candidates (the union of both sides):
 
@@ -59,7 +60,9 @@ FEATURES: tuple[str, ...] = (
 * ``long_query_keyword``, ``long_query_semantic`` — ``keyword_z`` and ``centred_z`` times
   the query's number of terms over ten (a long question leans on words differently);
 * ``named_time`` — 1 when it was stated on a day the query names, or in a month it names
-  (:mod:`~memory_admin.store.named_time`).
+  (:mod:`~memory_admin.store.named_time`);
+* ``agreement`` — ``keyword_z`` times ``centred_z``: high when both sides rank it well,
+  negative when one side likes what the other does not.
 """
 
 
@@ -133,6 +136,7 @@ def features(
                 length * keyword_z[n],
                 length * centred_z[n],
                 at[n],
+                keyword_z[n] * centred_z[n],
             ]
         )
     return ids, rows
