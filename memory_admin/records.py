@@ -448,8 +448,9 @@ class MemoryHit(_Model):
     keyword_score: float | None = None
     semantic_score: float | None = None
     context_score: float | None = None
-    """A hybrid hit's lift from its context: a share of the best fused score among the
-    candidates stated in its scope on its day (``None`` outside hybrid search)."""
+    """A semantic or hybrid hit's lift from when it was stated: a share of the best score
+    among the candidates stated in its scope on its day, plus the lift for being stated
+    on a day (or in a month) the query names (``None`` in keyword and quality search)."""
     terms: dict[str, float] | None = None
     """A keyword match's query terms the record holds, each with its part of the BM25
     score (the parts add up to it): why it ranked where it did."""
