@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
-_MONTHS = (
+MONTHS = (
     "january",
     "february",
     "march",
@@ -36,7 +36,8 @@ _MONTHS = (
     "november",
     "december",
 )
-_MONTH = "(" + "|".join(_MONTHS) + ")"
+"""The months' names, as a record's day words write them (:func:`~memory_admin.store.ranking.date_words`)."""
+_MONTH = "(" + "|".join(MONTHS) + ")"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(\d{4})"
 _DAY_FIRST = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?:(?:,\s*|\s+){_YEAR}\b)?", re.IGNORECASE)
@@ -44,7 +45,7 @@ _MONTH_FIRST = re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?:(?:,\s*|\s+){_YEAR}\b)?", r
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _MONTH_YEAR = re.compile(rf"\b{_MONTH}(?:,\s*|\s+){_YEAR}\b", re.IGNORECASE)
 _AFTER_IN = re.compile(r"\bin\s+$", re.IGNORECASE)
-_MONTH_ALONE = re.compile(r"\b(" + "|".join(m.capitalize() for m in _MONTHS) + r")\b")
+_MONTH_ALONE = re.compile(r"\b(" + "|".join(m.capitalize() for m in MONTHS) + r")\b")
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class NamedTime:
 
 
 def _month(name: str) -> int:
-    return _MONTHS.index(name.lower()) + 1
+    return MONTHS.index(name.lower()) + 1
 
 
 def _year(text: str | None) -> int | None:
@@ -112,4 +113,4 @@ def named_time(text: str) -> NamedTime | None:
     return NamedTime(frozenset(), frozenset(months)) if months else None
 
 
-__all__ = ["NamedTime", "named_time"]
+__all__ = ["MONTHS", "NamedTime", "named_time"]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memory_admin import tuning
 from memory_admin.scope import TENANT_KEY, Scope
+from memory_admin.store.named_time import MONTHS
 from memory_admin.store.protocol import ScopeFacet, ScopeValueCount
 from memory_admin.tokenize import tokenize
 
@@ -41,25 +42,9 @@ def idf(documents: int, document_frequency: int) -> float:
     return value if value > 0 else IDF_FLOOR
 
 
-_MONTHS = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
-
-
 @lru_cache(maxsize=4096)
 def _day_words(year: int, month: int, day: int) -> str:
-    return f"{day} {_MONTHS[month - 1]} {year}"
+    return f"{day} {MONTHS[month - 1]} {year}"
 
 
 def date_words(stated: datetime) -> str:
