@@ -88,21 +88,23 @@ SEMANTIC_NAMED_TIME_WEIGHT = 0.4
 # only (both kinds of record), and shipped as these numbers
 
 QUALITY_WEIGHTS: dict[str, float] = {
-    "keyword_z": -0.1241,
-    "centred_z": 0.7806,
-    "cosine_z": 0.3219,
-    "keyword_share": 3.0075,
-    "matched": -1.2678,
-    "coverage": 0.9328,
-    "keyword_rank": 0.7967,
-    "semantic_rank": 0.4459,
-    "context": 0.5356,
-    "context_share": -3.8407,
-    "age": 0.5774,
-    "long_query_keyword": 0.323,
-    "long_query_semantic": -0.4752,
-    "named_time": 0.9551,
-    "agreement": -0.1008,
+    "keyword_z": -0.3696,
+    "centred_z": 0.8454,
+    "cosine_z": 0.3206,
+    "keyword_share": 3.7459,
+    "matched": -1.084,
+    "coverage": 0.856,
+    "keyword_rank": 0.6406,
+    "semantic_rank": 0.4456,
+    "context": 0.1296,
+    "context_share": -4.1243,
+    "age": 0.5697,
+    "long_query_keyword": 0.3217,
+    "long_query_semantic": -0.4736,
+    "named_time": 0.9108,
+    "agreement": -0.0823,
+    "context_keyword": 0.4075,
+    "context_semantic": 0.0246,
 }
 """Each :data:`~memory_admin.store.quality.FEATURES` name's weight in the ranker's sum."""
 

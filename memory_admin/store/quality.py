@@ -42,6 +42,8 @@ FEATURES: tuple[str, ...] = (
     "long_query_semantic",
     "named_time",
     "agreement",
+    "context_keyword",
+    "context_semantic",
 )
 """What the ranker sees of a candidate, over the query's candidates (the union of both sides):
 
@@ -62,7 +64,9 @@ FEATURES: tuple[str, ...] = (
 * ``named_time`` — 1 when it was stated on a day the query names, or in a month it names
   (:mod:`~memory_admin.store.named_time`);
 * ``agreement`` — ``keyword_z`` times ``centred_z``: high when both sides rank it well,
-  negative when one side likes what the other does not.
+  negative when one side likes what the other does not;
+* ``context_keyword``, ``context_semantic`` — the best ``keyword_z`` and the best
+  ``centred_z`` among the candidates stated in its context, each on its own.
 """
 
 
@@ -105,9 +109,13 @@ def features(
     ]
     blended = [(k + c) / 2 for k, c in zip(keyword_z, centred_z, strict=True)]
     best_in: dict[Hashable, float] = {}
+    best_keyword_in: dict[Hashable, float] = {}
+    best_semantic_in: dict[Hashable, float] = {}
     count_in: dict[Hashable, int] = {}
-    for where, score in zip(contexts, blended, strict=True):
+    for where, score, by_words, by_sense in zip(contexts, blended, keyword_z, centred_z, strict=True):
         best_in[where] = max(best_in.get(where, -math.inf), score)
+        best_keyword_in[where] = max(best_keyword_in.get(where, -math.inf), by_words)
+        best_semantic_in[where] = max(best_semantic_in.get(where, -math.inf), by_sense)
         count_in[where] = count_in.get(where, 0) + 1
     days = [context_day(where) for where in contexts]
     known = [day for day in days if day is not None]
@@ -137,6 +145,8 @@ def features(
                 length * centred_z[n],
                 at[n],
                 keyword_z[n] * centred_z[n],
+                best_keyword_in[contexts[n]] if contexts[n] is not None else keyword_z[n],
+                best_semantic_in[contexts[n]] if contexts[n] is not None else centred_z[n],
             ]
         )
     return ids, rows
