@@ -16,7 +16,7 @@ Every ranking here is computed from what the store computes, through the package
 functions — each question's keyword matches come from the store's keyword search (and
 from a second, in-memory store whose records' terms leave out the stated day), its
 similarities from the same int8 vectors, shortlist and centre as the store's
-(:mod:`memory_admin.store.vectors`), fusion from :func:`~memory_admin.embed.fusion.zscore_fusion`,
+(:mod:`memory_admin.store.vectors`), fusion from :func:`~memory_admin.store.vectors.fuse`,
 the quality ranker from :mod:`memory_admin.store.quality` — and, at the store's own
 settings, each mode's top ten is checked against the store's own search (the report says
 how many agree).
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memory_admin import tuning
-from memory_admin.embed.fusion import context_lift, rrf_fusion, zscore_fusion
+from memory_admin.embed.fusion import context_lift, rrf_fusion
 from memory_admin.embed.protocol import numpy
 from memory_admin.embed.quantize import stack_blobs, to_blobs
 from memory_admin.scope import scope_json
@@ -57,6 +57,7 @@ from memory_admin.store.vectors import (
     centre,
     centre_keys,
     closest,
+    fuse,
     named_lift,
     relevant,
     shortlist,
@@ -304,22 +305,15 @@ def _fused(
 def _fuse(
     keyword: Sequence[Candidate], semantic: Sequence[Candidate], setting: Setting, named: NamedTime | None = None
 ) -> list[Ranked]:
-    """What :func:`~memory_admin.store.vectors.fuse` does, at the setting's weights."""
-    cosines = {c.id: c.cosine for c in semantic}
-    contexts = {c.id: c.context for c in (*semantic, *keyword) if c.context is not None}
-    fused = zscore_fusion(
-        {c.id: c.score for c in keyword},
-        {c.id: c.score for c in semantic},
+    """:func:`~memory_admin.store.vectors.fuse` at the setting's weights."""
+    return fuse(
+        keyword,
+        semantic,
+        named,
         keyword_weight=setting.keyword_weight,
         context_weight=setting.lift,
-        contexts=contexts,
+        named_weight=setting.named_time,
     )
-    at = named_lift([contexts.get(hit.key) for hit in fused], named, setting.named_time)
-    hits = [
-        Ranked(hit.key, hit.score + when, hit.keyword_raw, cosines.get(hit.key))
-        for hit, when in zip(fused, at, strict=True)
-    ]
-    return [hits[i] for i in sorted(range(len(hits)), key=lambda i: (-hits[i].score, i))]
 
 
 # --- multi-hop: what was tried --------------------------------------------------------

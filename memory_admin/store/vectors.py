@@ -249,24 +249,34 @@ def by_meaning(semantic: Sequence[Candidate], named: NamedTime | None = None) ->
     )
 
 
-def fuse(keyword: Sequence[Candidate], semantic: Sequence[Candidate], named: NamedTime | None = None) -> list[Ranked]:
+def fuse(
+    keyword: Sequence[Candidate],
+    semantic: Sequence[Candidate],
+    named: NamedTime | None = None,
+    *,
+    keyword_weight: float | None = None,
+    context_weight: float | None = None,
+    named_weight: float | None = None,
+) -> list[Ranked]:
     """Both sides' candidates in one order (:func:`~memory_admin.embed.fusion.zscore_fusion`
     of BM25 and the centred cosine, BM25 weighted :data:`~memory_admin.tuning.KEYWORD_WEIGHT`,
     each lifted by its context's best: :data:`~memory_admin.tuning.CONTEXT_WEIGHT`, and by
     :data:`~memory_admin.tuning.NAMED_TIME_WEIGHT` when it was stated at the time the
     query names), each carrying its keyword score (and matched terms) and its cosine
-    beside the fused one."""
+    beside the fused one. A weight given here stands in for its tuned value (what the
+    out-of-fold bench tries)."""
     terms = {c.id: c.terms for c in keyword}
     cosines = {c.id: c.cosine for c in semantic}
     contexts = {c.id: c.context for c in (*semantic, *keyword) if c.context is not None}
     fused = zscore_fusion(
         {c.id: c.score for c in keyword},
         {c.id: c.score for c in semantic},
-        keyword_weight=tuning.KEYWORD_WEIGHT,
-        context_weight=tuning.CONTEXT_WEIGHT,
+        keyword_weight=tuning.KEYWORD_WEIGHT if keyword_weight is None else keyword_weight,
+        context_weight=tuning.CONTEXT_WEIGHT if context_weight is None else context_weight,
         contexts=contexts,
     )
-    at = named_lift([contexts.get(hit.key) for hit in fused], named, tuning.NAMED_TIME_WEIGHT)
+    weight = tuning.NAMED_TIME_WEIGHT if named_weight is None else named_weight
+    at = named_lift([contexts.get(hit.key) for hit in fused], named, weight)
     ranked = [
         Ranked(
             hit.key,
