@@ -220,6 +220,19 @@ class BrowseForm(QueryStringForm):
             mode=cast(SearchMode, data["mode"]) if data["mode"] else None,
         )
 
+    MORE_FILTERS = ("kind", "tag", "key", "as_of", "invalidated", "expired")
+    """The filters a phone shows behind "More filters" (the search row stays in view)."""
+
+    @property
+    def more_in_use(self) -> int:
+        """How many of :data:`MORE_FILTERS` the query string sets (what the summary counts)."""
+        return sum(1 for name in self.MORE_FILTERS if any(value.strip() for value in self.params.getlist(name)))
+
+    @property
+    def more_open(self) -> bool:
+        """Show the more filters open: one of them is set, or has an error to read."""
+        return bool(self.more_in_use) or any(name in self.errors for name in self.MORE_FILTERS)
+
 
 class RecordForm(QueryStringForm):
     """A record's page: ``as_of`` shows its state, and its chain's, at that moment."""

@@ -15,3 +15,18 @@
     });
   });
 })();
+
+/* "More filters" stays as the person left it when a change swaps the results in (the
+ * server opens it only when one of its filters is set). */
+(function () {
+  "use strict";
+  var wasOpen = false;
+  document.addEventListener("htmx:beforeSwap", function () {
+    var more = document.querySelector("details.more-filters");
+    wasOpen = Boolean(more && more.open);
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    var more = document.querySelector("details.more-filters");
+    if (more && wasOpen) more.open = true;
+  });
+})();

@@ -239,6 +239,38 @@ def test_recall_tables_become_cards_on_a_phone(phone: Page) -> None:
         assert layout_problems(phone) == [], url
 
 
+def test_the_browser_s_results_start_on_a_phone_s_first_screen(phone: Page, page: Page) -> None:
+    sign_in(phone, "ada")
+    phone.goto(f"/?{DANA}")
+    first = phone.locator("section.results tbody tr").first
+    box = first.bounding_box()
+    assert box is not None and box["y"] + 60 < PHONE["height"], box  # a result shows before any scrolling
+    more = phone.locator("details.more-filters")
+    expect(phone.get_by_label("Tag", exact=True)).to_be_hidden()
+    summary = more.locator("summary")
+    expect(summary).to_have_text("More filters")
+    summary.focus()  # a keyboard opens it
+    phone.keyboard.press("Enter")
+    phone.get_by_label("Match", exact=True).select_option("visible")  # swaps the results in
+    phone.wait_for_url(re.compile(r"match=visible"))
+    expect(more).to_have_attribute("open", "")  # left open as the person left it
+    phone.get_by_label("Tag", exact=True).fill("travel")
+    phone.get_by_role("button", name="Apply", exact=True).click()
+    phone.wait_for_url(re.compile(r"tag=travel"))
+    expect(more).to_have_attribute("open", "")  # a filter in use stays in view
+    expect(summary).to_contain_text("1 in use")
+    expect(phone.locator("section.results tbody tr")).not_to_have_count(0)
+    for row in phone.locator("section.results tbody tr").all():
+        expect(row).to_contain_text("#travel")
+    assert layout_problems(phone) == []
+    # a laptop shows every filter, nothing to unfold
+    sign_in(page, "ada")
+    page.goto(f"/?{DANA}")
+    expect(page.locator("details.more-filters summary")).to_be_hidden()
+    expect(page.get_by_label("Tag", exact=True)).to_be_visible()
+    expect(page.get_by_label("As of (UTC)", exact=True)).to_be_visible()
+
+
 def test_a_conversation_s_turns_from_its_first_recall_to_a_later_one(page: Page) -> None:
     sign_in(page, "ada")
     page.goto(f"/recall/?{DANA}")
@@ -368,6 +400,8 @@ def test_every_page_and_every_bad_value_keeps_the_layout(
         for path, field, value, button, text in BAD_FORMS:
             tab.goto(path.format(record=record))
             target = tab.locator(field) if field.startswith("#") else tab.get_by_label(field, exact=True)
+            if not target.is_visible() and tab.locator("details.more-filters summary").is_visible():
+                tab.locator("details.more-filters summary").click()  # a phone folds the browser's more filters
             target.fill(value)
             if path.endswith("delete/"):
                 tab.get_by_label("Reason").fill("A bad confirmation")

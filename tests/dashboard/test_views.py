@@ -159,6 +159,18 @@ def test_kind_tag_and_key_filters(admin: Client) -> None:
     assert "green tea" in html and "aisle" not in html
 
 
+def test_more_filters_open_when_one_is_in_use_or_wrong(admin: Client) -> None:
+    dana = "tenant=acme,user=dana"
+    folded = body(admin.get(browse_url(scope=dana, q="tea")))
+    assert '<details class="more-filters">' in folded and "in use" not in folded
+    used = body(admin.get(browse_url(scope=dana, kind="preference", tag="deploys", expired="on")))
+    assert '<details class="more-filters" open>' in used and "3 in use" in used
+    response = admin.get(browse_url(scope=dana, as_of="2026-13-45"))
+    assert response.status_code == 400
+    assert '<details class="more-filters" open>' in body(response)  # the error is in view
+    assert "1 in use" in body(response)
+
+
 def test_as_of_shows_what_was_believed(admin: Client, demo_store: InMemoryMemoryStore) -> None:
     decaf = find(demo_store, "tenant=acme,user=dana", "decaf")
     moment = (decaf.created_at + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M")
