@@ -2,9 +2,14 @@
 so a page of 25 can say "1–25 of 44" and "17 live of 24 — 7 invalidated, hidden" — and
 a record's state at a moment (what an as-of listing shows).
 
-Counting walks the listing itself (not a separate count query), so the numbers are the
-rows a reader would page through: the same filters, the same grants — once, whatever it
-hides. The walk stops at ``cap`` records; past that the counts say "more than".
+A listing that only picks a scope (and which states to show) is counted by the store's
+own per-scope counts — the numbers the facet panel shows, exact at any size, no record
+read — when every record under that scope lies inside the reader's grants. Any other
+listing (a search, a kind, tag, key or as-of filter, records visible *from* a scope) is
+counted by walking the listing itself, so the numbers are the rows a reader would page
+through: the same filters, the same grants — once, whatever it hides. The walk stops at
+``cap`` records (:data:`COUNT_CAP`, :data:`SEARCH_COUNT_CAP` for a search); past that the
+counts say "more than".
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ from memory_admin.store import AdminMemoryStore, RecordListQuery
 from memory_admin.store.plan import Cursor
 
 COUNT_CAP = 1000
+SEARCH_COUNT_CAP = 100
+"""A search's walk ranks as deep as it counts: past a hundred matches it says "more than
+100" (a hybrid search fuses its hundred best candidates of each kind,
+:data:`~memory_admin.tuning.FUSION_CANDIDATES`)."""
 RecordState = Literal["live", "superseded", "invalidated", "expired", "unwritten"]
 
 
@@ -64,13 +73,75 @@ def count_listing(
     visible: Callable[[Scope], bool],
     now: datetime,
     *,
-    cap: int = COUNT_CAP,
+    cap: int | None = None,
 ) -> ListingCounts:
     """Counts for ``query`` (a page of which is ``page``), among the records ``visible``
-    lets the reader see, from one walk: of the listing itself when it hides nothing, else
-    of the listing with everything it hides, each record told apart by the listing's own
-    rules (invalidated by its as-of time, expired by ``now``). A ranked page's position is
-    its cursor's; a recency page's, where the walk meets its first record."""
+    lets the reader see. ``visible`` is a grant check: a scope that contains a visible
+    scope is visible too (so a subset listing under a visible scope hides nothing from
+    the reader). ``cap`` defaults to :data:`SEARCH_COUNT_CAP` for a search, else
+    :data:`COUNT_CAP`."""
+    search = query.search
+    if cap is None:
+        cap = SEARCH_COUNT_CAP if search.query is not None else COUNT_CAP
+    if search.scope is not None and _scope_only(query) and visible(search.scope):
+        return _scope_counts(store, query, page, cap)
+    return _walked_counts(store, query, page, visible, now, cap)
+
+
+def _scope_only(query: RecordListQuery) -> bool:
+    """True when the listing filters by nothing but a scope (subset) and the states it shows."""
+    search = query.search
+    return search.scope_match == "subset" and not search.model_dump(
+        include={"query", "kinds", "tags", "keys", "targeted", "promoted", "agent", "as_of"}, exclude_none=True
+    )
+
+
+def _scope_counts(store: AdminMemoryStore, query: RecordListQuery, page: list[MemoryRecord], cap: int) -> ListingCounts:
+    """The store's counts of the scope, told apart as the listing's own rules would; a
+    later page's position is found by walking the listing's pages up to it."""
+    counts = store.count_records(query.search.scope)
+    hides_invalidated = not query.search.include_invalidated
+    hides_expired = not query.include_expired
+    invalidated = counts.invalidated if hides_invalidated else 0
+    # an expired record the listing already hides as invalidated is told once, as invalidated
+    expired_valid = counts.total - counts.invalidated - counts.live
+    expired = (expired_valid if hides_invalidated else counts.expired) if hides_expired else 0
+    first: int | None = None
+    if page:
+        first = 1 if query.cursor is None else _position(store, query, page[0], cap)
+    return ListingCounts(
+        listed=counts.total - invalidated - expired,
+        first=first,
+        shown=len(page),
+        everything=counts.total,
+        hidden_invalidated=invalidated,
+        hidden_expired=expired,
+        cap=cap,
+    )
+
+
+def _position(store: AdminMemoryStore, query: RecordListQuery, first: MemoryRecord, cap: int) -> int | None:
+    """Where ``first`` sits in the listing (1-based), walking its pages from the start
+    until it shows; ``None`` past ``cap`` records."""
+    start = query.model_copy(update={"cursor": None})
+    for position, record in enumerate(islice(store.iter_records(start, page_size=query.search.limit), cap), 1):
+        if record.id == first.id:
+            return position
+    return None
+
+
+def _walked_counts(
+    store: AdminMemoryStore,
+    query: RecordListQuery,
+    page: list[MemoryRecord],
+    visible: Callable[[Scope], bool],
+    now: datetime,
+    cap: int,
+) -> ListingCounts:
+    """Counts from one walk: of the listing itself when it hides nothing, else of the
+    listing with everything it hides, each record told apart by the listing's own rules
+    (invalidated by its as-of time, expired by ``now``). A ranked page's position is its
+    cursor's; a recency page's, where the walk meets its first record."""
     start = query.model_copy(update={"cursor": None})
     hides_invalidated = not query.search.include_invalidated
     hides_expired = not query.include_expired

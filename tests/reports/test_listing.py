@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from memory_admin.dashboard.demo import DemoClock, demo_start, load_demo
 from memory_admin.records import MemoryRecord, utc_now
 from memory_admin.reports.listing import count_listing, record_state
-from memory_admin.scope import Scope
-from memory_admin.store import InMemoryMemoryStore, RecordListQuery
+from memory_admin.scope import Scope, is_subset_match
+from memory_admin.store import BaseMemoryStore, InMemoryMemoryStore, RecordListQuery
 from tests.reports.conftest import T0, rec
+from tests.support.stores import backends, open_backend
 
 DANA = {"tenant": "acme", "user": "dana"}
 
@@ -58,16 +61,21 @@ def test_later_pages_know_where_they_start(demo_store: InMemoryMemoryStore) -> N
     assert seen == counts.listed
 
 
-def test_grants_confine_the_counts(demo_store: InMemoryMemoryStore) -> None:
-    query = listing(invalidated=True, expired=True)
-    page = [hit.record for hit in demo_store.list_records(query).hits]
-    only_shared = count_listing(demo_store, query, page[:0], lambda scope: "agent" not in scope, utc_now())
-    agent_records = sum("agent" in record.scope for record in page)
-    assert agent_records and only_shared.listed == len(page) - agent_records
+@pytest.mark.parametrize(("match", "grant"), [("subset", {**DANA, "agent": "planner"}), ("visible", DANA)])
+def test_grants_confine_the_counts(demo_store: InMemoryMemoryStore, match: str, grant: Scope) -> None:
+    def granted(scope: Scope) -> bool:
+        return is_subset_match(scope, grant)
+
+    query = listing(invalidated=True, expired=True, scope_match=match)
+    counts = count_listing(demo_store, query, [], granted, utc_now())
+    every = list(demo_store.iter_records(query))
+    mine = [record for record in every if granted(record.scope)]
+    assert 0 < len(mine) < len(every)
+    assert counts.listed == counts.everything == len(mine)
 
 
-def test_past_the_cap_the_counts_say_more(demo_store: InMemoryMemoryStore) -> None:
-    query = listing(invalidated=True, expired=True, limit=3)
+def test_past_the_cap_a_walk_says_more(demo_store: InMemoryMemoryStore) -> None:
+    query = listing(invalidated=True, expired=True, limit=3, kinds=["fact", "preference", "episode", "profile"])
     page = [hit.record for hit in demo_store.list_records(query).hits]
     counts = count_listing(demo_store, query, page, everyone, utc_now(), cap=5)
     assert counts.listed is None and counts.everything is None and counts.first == 1
@@ -86,21 +94,69 @@ def test_state_at_a_moment() -> None:
     assert record_state(fleeting, T0 + timedelta(hours=4)) == "expired"
 
 
-def test_counting_walks_the_listing_once(demo_store: InMemoryMemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    """However much it hides, a listing is counted by one walk, and the counts are the
-    ones the filtered listing gives when walked on its own."""
-    query = listing(limit=5)
-    page = [hit.record for hit in demo_store.list_records(query).hits]
-    walks: list[object] = []
-    walking = demo_store.iter_records
+def walks(store: BaseMemoryStore, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Records each walk of a listing the store is asked for."""
+    seen: list[object] = []
+    walking = store.iter_records
 
     def counted(*args: Any, **kwargs: Any) -> Any:
-        walks.append(args)
+        seen.append(args)
         return walking(*args, **kwargs)
 
-    monkeypatch.setattr(demo_store, "iter_records", counted)
+    monkeypatch.setattr(store, "iter_records", counted)
+    return seen
+
+
+def test_counting_a_filtered_listing_walks_it_once(
+    demo_store: InMemoryMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However much it hides, a filtered listing is counted by one walk, and the counts
+    are the ones the filtered listing gives when walked on its own."""
+    query = listing(limit=5, kinds=["fact", "preference", "episode"])
+    page = [hit.record for hit in demo_store.list_records(query).hits]
+    walked = walks(demo_store, monkeypatch)
     counts = count_listing(demo_store, query, page, everyone, utc_now())
-    assert len(walks) == 1
+    assert len(walked) == 1
     monkeypatch.undo()
     alone = sum(1 for _ in demo_store.iter_records(query))
     assert counts.listed == alone and counts.first == 1 and counts.shown == 5
+
+
+@pytest.fixture(params=backends("memory", "sqlite", "postgres"))
+def demo_on(request: pytest.FixtureRequest) -> Iterator[BaseMemoryStore]:
+    """The demo corpus in a store of each backend."""
+    clock = DemoClock(demo_start())
+    store = open_backend(request.param, request, clock=clock)
+    try:
+        assert load_demo(store, clock) is not None
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(("invalidated", "expired"), [(False, False), (True, False), (False, True), (True, True)])
+def test_a_scope_s_listing_is_counted_from_the_store_s_counts(
+    demo_on: BaseMemoryStore, monkeypatch: pytest.MonkeyPatch, invalidated: bool, expired: bool
+) -> None:
+    """A listing of a scope the reader may wholly see reads no record to count its first
+    page, and tells every state apart as the listing's own rules do (an expired record
+    the listing hides as invalidated is told once); a later page walks to where it starts."""
+    demo_store = demo_on
+    now = utc_now()
+    every = list(demo_store.iter_records(listing(invalidated=True, expired=True)))
+    gone = [r for r in every if r.invalid_at is not None and not invalidated]
+    lapsed = [r for r in every if r.is_expired(now) and not expired and r not in gone]
+    assert every and (invalidated or gone) and (expired or lapsed)
+    query = listing(invalidated=invalidated, expired=expired, limit=4)
+    first_page = demo_store.list_records(query)
+    walked = walks(demo_store, monkeypatch)
+    counts = count_listing(demo_store, query, [h.record for h in first_page.hits], everyone, now)
+    assert walked == []
+    assert counts.everything == len(every)
+    assert (counts.hidden_invalidated, counts.hidden_expired) == (len(gone), len(lapsed))
+    assert counts.listed == len(every) - len(gone) - len(lapsed) == len(list(demo_store.iter_records(query)))
+    assert (counts.first, counts.last) == (1, 4)
+    later = query.model_copy(update={"cursor": first_page.next_cursor})
+    second = demo_store.list_records(later)
+    counts = count_listing(demo_store, later, [h.record for h in second.hits], everyone, now)
+    assert (counts.first, counts.last) == (5, 4 + len(second.hits))
