@@ -222,6 +222,8 @@ def test_a_later_turn_shows_what_it_added_and_what_it_found_again(
     response = admin.get(reverse("dashboard:recall_event", args=[second]))
     html = response.content.decode()
     assert response.status_code == 200 and "Recall at turn 2" in html
+    assert f'max="{event.budget_chars}" value="{event.chars}"' in html  # the block against its own budget
+    assert f"<strong>{event.chars}</strong> of {event.budget_chars} characters" in html
     added = html[html.index('id="in-heading"') : html.index('id="again-heading"')]
     for record_id in event.record_ids:
         assert f"<code>{record_id}</code>" in added
