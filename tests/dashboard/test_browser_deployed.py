@@ -271,6 +271,35 @@ def test_the_browser_s_results_start_on_a_phone_s_first_screen(phone: Page, page
     expect(page.get_by_label("As of (UTC)", exact=True)).to_be_visible()
 
 
+PAIRS = [
+    # (page, the fields a phone shows side by side)
+    ("/learnings/?scope=tenant%3Dacme", [("Target", "Tier")]),  # "pending review" needs State whole
+    ("/recall/preview/", [("Budget (characters)", "Profile slice (%)")]),
+    (f"/?{DANA}&tag=travel", [("Tag", "Key")]),
+]
+
+
+def test_short_filters_sit_two_by_two_on_a_phone_and_read_whole(phone: Page) -> None:
+    sign_in(phone, "ada")
+    for url, pairs in PAIRS:
+        phone.goto(url)
+        for left, right in pairs:
+            one = phone.get_by_label(left, exact=True).bounding_box()
+            two = phone.get_by_label(right, exact=True).bounding_box()
+            assert one and two, (url, left)
+            same_row = abs((one["y"] + one["height"]) - (two["y"] + two["height"])) < 4  # bottoms aligned
+            assert same_row and one["x"] + one["width"] <= two["x"], (url, left, one, two)
+            for label in (left, right):
+                field = phone.get_by_label(label, exact=True)
+                if field.evaluate("el => el.tagName") != "SELECT":
+                    continue
+                for index in range(field.locator("option").count()):  # every choice shows whole
+                    field.evaluate(f"el => {{ el.selectedIndex = {index}; }}")
+                    fits = field.evaluate(SELECT_FITS)
+                    assert fits["text"] <= fits["room"], (url, label, index, fits)
+        assert layout_problems(phone) == [], url
+
+
 def test_a_conversation_s_turns_from_its_first_recall_to_a_later_one(page: Page) -> None:
     sign_in(page, "ada")
     page.goto(f"/recall/?{DANA}")
