@@ -426,12 +426,14 @@ def run(path: Path, records: int, samples: int) -> dict[str, Any]:
     from django.test import Client
     from django.test.utils import override_settings
 
+    from memory_admin.dashboard.settle import settle
     from memory_admin.dashboard.stores import get_store, reset_stores
 
     # no setup_test_environment(): its template instrumentation is not server time
     call_command("migrate", verbosity=0, interactive=False)
     client = Client()
     client.force_login(User.objects.create_superuser("bench", password="bench-only"))
+    settle()  # as `memory-admin serve` settles each worker once its application is loaded
     results: dict[str, Any] = {
         "records": records,
         "samples": samples,

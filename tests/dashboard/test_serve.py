@@ -62,6 +62,8 @@ def test_serve_signs_in_and_serves_pages_behind_a_tls_proxy(deployment: dict[str
         assert css.status == 200 and "immutable" in css.headers["Cache-Control"]
     assert server.returncode == 0, server.stderr  # SIGTERM: a graceful stop
     assert "Handling signal: term" in server.stderr and "Shutting down" in server.stderr
+    settled = [int(n) for n in re.findall(r"Worker \d+ settled: (\d+) start-up objects", server.stderr)]
+    assert settled and min(settled) > 10_000, server.stderr  # each worker froze what it loaded
     assert re.search(r'"GET /healthz HTTP/1.1" 200 \d+ \d+ms', server.stdout), server.stdout  # the access log
     assert re.search(r'"POST /accounts/login/ HTTP/1.1" 302', server.stdout)
 
