@@ -8,17 +8,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from memory_admin.dashboard.settle import settle
+from memory_admin.dashboard.settle import GC_THRESHOLDS, settle
 
 
 @pytest.fixture
 def unfrozen() -> Iterator[None]:
+    thresholds = gc.get_threshold()
     gc.unfreeze()
     yield
     gc.unfreeze()  # the rest of the run collects as usual
+    gc.set_threshold(*thresholds)
 
 
-def test_settle_loads_every_view_and_freezes_what_is_loaded(unfrozen: None) -> None:
+def test_settle_loads_every_view_freezes_it_and_spaces_collections_out(unfrozen: None) -> None:
     def walked(thing: object) -> bool:
         """Whether a full collection would walk ``thing``."""
         return any(o is thing for o in gc.get_objects())
@@ -28,3 +30,4 @@ def test_settle_loads_every_view_and_freezes_what_is_loaded(unfrozen: None) -> N
     assert frozen == gc.get_freeze_count() > 10_000
     assert "memory_admin.dashboard.views.learnings" in sys.modules  # the URLconf imported the views
     assert not walked(sys.modules) and not walked(sys.modules["memory_admin.dashboard.views.learnings"].__dict__)
+    assert gc.get_threshold() == GC_THRESHOLDS and GC_THRESHOLDS[0] > 700  # collections spaced out
