@@ -8,14 +8,14 @@ store's caches as requests fill them; a full collection over all of them stops a
 for 40–90 ms. :func:`settle` loads what every request needs (the URLconf imports every
 view), moves all of it to the collector's permanent generation (:func:`gc.freeze`), and
 lets 50,000 new objects accumulate before a young collection (:data:`GC_THRESHOLDS`;
-CPython's default is 700), so collections come less often and walk less. On the dashboard benchmark's 1,000,000-record file (its 18
-pages, 120 requests each, one process settled and one not, one after the other): the
-mean over the pages of p99 went from 55.9 to 38.4 ms and of max from 72.3 to
-48.8 ms, medians 28.7 → 26.4 ms; one learning's page p99 102.8 → 40.9 ms. Cyclic
-garbage waits a little longer to be freed.
+CPython's default is 700), so collections come less often and walk less. On the
+dashboard benchmark's 1,000,000-record file (its 18 pages, 120 requests each, one
+process settled and one not, one after the other): the mean over the pages of p99 went
+from 55.9 to 38.4 ms and of max from 72.3 to 48.8 ms, medians 28.7 → 26.4 ms; one
+learning's page p99 102.8 → 40.9 ms. Cyclic garbage waits a little longer to be freed.
 
-``memory-admin serve`` settles each gunicorn worker once its application is loaded;
-the dashboard benchmark settles its process the same way.
+``memory-admin serve`` settles each gunicorn worker once its application is loaded; the
+dashboard benchmark settles its process the same way.
 """
 
 from __future__ import annotations
