@@ -38,13 +38,14 @@ import statistics
 import time
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memory_admin import tuning
 from memory_admin.embed.fusion import context_lift, rrf_fusion
 from memory_admin.embed.protocol import numpy
-from memory_admin.embed.quantize import stack_blobs, to_blobs
+from memory_admin.embed.quantize import dequantize_int8, stack_blobs, to_blobs
+from memory_admin.embed.query_map import map_query, query_map
 from memory_admin.scope import scope_json
 from memory_admin.store import ranking
 from memory_admin.store.named_time import NamedTime, named_time
@@ -107,6 +108,17 @@ class Asked:
     """The same without the stated day (ids of the first store)."""
     semantic: dict[tuple[bool, int], list[Candidate]]
     """The closest records (centred or plain cosine, depth) as the store's semantic side finds them."""
+    mapped: dict[Any, tuple[Any, dict[tuple[bool, int], list[Candidate]]]] = field(default_factory=dict)
+    """Query map (a ridge penalty: the map fitted at it without this question's
+    conversation; or :data:`SHIPPED`) → the moved vector and its closest records."""
+
+    def closest(self, mapped: Any) -> dict[tuple[bool, int], list[Candidate]]:
+        """:attr:`semantic` for the query moved by ``mapped`` (falsy, or a model without a
+        map — nothing in :attr:`mapped` — : as embedded, as the store searches then)."""
+        return self.mapped[mapped][1] if mapped and self.mapped else self.semantic
+
+    def query_vector(self, mapped: Any) -> Any:
+        return self.mapped[mapped][0] if mapped and self.mapped else self.vector
 
 
 @dataclass
@@ -115,6 +127,8 @@ class Collected:
     asked: list[Asked]
     raw_bm25: list[float]
     """Recall@10 of raw FTS5 bm25 (the words as written), per question."""
+    model: str = ""
+    """The embedder's model id."""
 
     @property
     def names(self) -> list[str]:
@@ -197,20 +211,23 @@ def collect(
         }
         terms = len(unique_tokens(question.text)[:64])
         asked.append(Asked(question, terms, vector, keyword, keyword_without_day, semantic))
-    return Collected(conversations, asked, list(raw))
+    return Collected(conversations, asked, list(raw), embedder.model_id)
 
 
-def _closest(held: Conversation, vector: Any, limit: int, dimensions: int, *, by_centre: bool) -> list[Candidate]:
+def _closest(
+    held: Conversation, vector: Any, limit: int, dimensions: int, *, by_centre: bool, own: Any = None
+) -> list[Candidate]:
     """The store's semantic side (:meth:`~memory_admin.store.sql.session.SqlSession.similar`)
-    over one conversation: the shortlist, the exact scores from the centre, the best ``limit``."""
+    over one conversation: the shortlist, the exact scores from the centre, the best
+    ``limit``; each candidate's cosine that of ``own`` (the query as embedded) when given."""
     page = K + 1
     depth = max(page * tuning.PREFILTER_FACTOR, tuning.PREFILTER_MIN, limit)
     keys = shortlist(vector, [held.vectors], max(tuning.SHORTLIST, 2 * depth))
     listed = [held.blobs[key] for key in sorted(keys)]
-    found = closest(vector, listed, dimensions, depth, held.centre if by_centre else None, by_centre=by_centre)
+    found = closest(vector, listed, dimensions, depth, held.centre if by_centre else None, by_centre=by_centre, own=own)
     return [
-        Candidate(held.ids[key], centred if by_centre else cosine, context=held.contexts[held.ids[key]], cosine=cosine)
-        for key, cosine, centred in found[:limit]
+        Candidate(held.ids[key], score, context=held.contexts[held.ids[key]], cosine=cosine)
+        for key, cosine, score in found[:limit]
     ]
 
 
@@ -233,10 +250,19 @@ class Setting:
     diversity: float = 0.0
     names: float = 0.0
     named_time: float = 0.0
+    query_map: Any = 0.0
+    """0: the query as embedded; a ridge penalty: moved by the map fitted at it without
+    the question's conversation; :data:`SHIPPED`: by the package's map."""
+
+
+def store_map() -> float:
+    """The store's query map, as a :attr:`Setting.query_map` measured out of fold."""
+    return tuning.QUERY_MAP_PENALTY if tuning.QUERY_MAP else 0.0
 
 
 def store_setting(mode: str) -> Setting:
-    """The store's own settings for a mode (what its searches do)."""
+    """The store's own settings for a mode (what its searches do; its query map fitted
+    without the question's conversation)."""
     if mode == "keyword":
         return Setting("keyword")
     if mode == "semantic":
@@ -247,6 +273,7 @@ def store_setting(mode: str) -> Setting:
             depth=tuning.SEMANTIC_CANDIDATES,
             floor=tuning.RELEVANCE_FLOOR,
             named_time=tuning.SEMANTIC_NAMED_TIME_WEIGHT,
+            query_map=store_map(),
         )
     return Setting(
         mode,
@@ -255,6 +282,7 @@ def store_setting(mode: str) -> Setting:
         depth=tuning.FUSION_CANDIDATES,
         floor=tuning.RELEVANCE_FLOOR,
         named_time=tuning.NAMED_TIME_WEIGHT,
+        query_map=store_map(),
     )
 
 
@@ -263,7 +291,7 @@ def ranked(asked: Asked, setting: Setting, data: Collected, weights: dict[str, f
     keyword = asked.keyword if setting.day else asked.keyword_without_day
     if setting.mode == "keyword":
         return [c.id for c in keyword]
-    semantic = asked.semantic[setting.centring, setting.depth]
+    semantic = asked.closest(setting.query_map)[setting.centring, setting.depth]
     named = named_time(asked.question.text)
     if setting.mode == "semantic":
         scores = [c.score for c in semantic]
@@ -343,10 +371,13 @@ def _multi_hop(
     if setting.second_round:
         np = numpy()
         index = {key: n for n, key in enumerate(held.ids)}
-        codes, scales = stack_blobs([held.blobs[index[hit.id]][1] for hit in hits[:3]], len(asked.vector))
+        query = asked.query_vector(setting.query_map)
+        codes, scales = stack_blobs([held.blobs[index[hit.id]][1] for hit in hits[:3]], len(query))
         seeds = (codes.astype(np.float32) * scales[:, None]).mean(axis=0)
-        vector = asked.vector + setting.second_round * seeds
-        again = _closest(held, vector / np.linalg.norm(vector), setting.depth, len(asked.vector), by_centre=True)
+        vector = query + setting.second_round * seeds
+        again = _closest(
+            held, vector / np.linalg.norm(vector), setting.depth, len(query), by_centre=True, own=asked.vector
+        )
         return _fuse(keyword, again, setting, named_time(asked.question.text))
     if setting.names:
         asked_names = _names(asked.question.text)
@@ -367,6 +398,89 @@ def _multi_hop(
         seen[held.contexts[hit.id]] = seen.get(held.contexts[hit.id], 0) + 1
     chosen = {hit.id for hit in picked}
     return picked + [hit for hit in hits if hit.id not in chosen]
+
+
+# --- the query map ---------------------------------------------------------------------
+
+SHIPPED = "shipped"
+"""The :attr:`Setting.query_map` of the package's own map (what the store's searches use)."""
+MAP_PENALTIES = (0.3, 0.1, 0.03)
+"""Ridge penalties the map is fitted at (its choice's values beside 0, no map)."""
+MAP_TEMPERATURE = 0.05
+MAP_STEPS = 300
+MAP_RATE = 3e-3
+
+
+def fit_query_map(shapes: Shapes, conversations: set[str], penalty: float) -> Any:
+    """``M`` of :mod:`memory_admin.embed.query_map`, fitted on the questions of
+    ``conversations`` — every kind of record of them — against their records: a softmax
+    over each conversation's records (cosines from the scope's centre, as hybrid search
+    scores them, at :data:`MAP_TEMPERATURE`) whose records citing the question's evidence
+    are the answer, plus ``penalty`` × ‖M‖² / 2. Full-batch Adam from M = 0:
+    deterministic, a few seconds."""
+    np = numpy()
+    groups: list[tuple[Any, Any, Any]] = []  # (queries, answers, centred records)
+    for data in shapes.values():
+        for name, held in data.conversations.items():
+            if name not in conversations:
+                continue
+            mine = [a for a in data.asked if a.question.conversation == name]
+            answers = np.asarray(
+                [[bool(held.cites[key] & a.question.evidence) for key in held.ids] for a in mine], dtype=np.float32
+            )
+            keep = answers.any(axis=1)
+            if not keep.any():
+                continue
+            codes, scales = stack_blobs([blob for _, blob in held.blobs], len(mine[0].vector))
+            records = dequantize_int8(codes, scales).astype(np.float32)
+            if held.centre is not None:
+                records -= np.asarray(held.centre, dtype=np.float32)
+            queries = np.stack([np.asarray(a.vector, dtype=np.float32) for a in mine])[keep]
+            groups.append((queries / np.linalg.norm(queries, axis=1, keepdims=True), answers[keep], records))
+    count = sum(len(queries) for queries, _, _ in groups)
+    size = groups[0][0].shape[1]
+    matrix = np.zeros((size, size), dtype=np.float32)
+    first, second = np.zeros_like(matrix), np.zeros_like(matrix)
+    for step in range(1, MAP_STEPS + 1):
+        gradient = penalty * matrix
+        for queries, answers, records in groups:
+            logits = (queries + queries @ matrix.T) @ records.T / MAP_TEMPERATURE
+            logits -= logits.max(axis=1, keepdims=True)
+            p = np.exp(logits)
+            p /= p.sum(axis=1, keepdims=True)
+            on_answers = p * answers
+            # d(−log Σ_answers p) / d logits
+            slope = p - on_answers / on_answers.sum(axis=1, keepdims=True)
+            gradient += ((slope @ records) / MAP_TEMPERATURE).T @ queries / count
+        first = 0.9 * first + 0.1 * gradient
+        second = 0.999 * second + 0.001 * gradient * gradient
+        matrix -= MAP_RATE * (first / (1 - 0.9**step)) / (np.sqrt(second / (1 - 0.999**step)) + 1e-8)
+    return matrix
+
+
+def map_queries(shapes: Shapes, penalties: Sequence[float] = MAP_PENALTIES) -> dict[float, Any]:
+    """Each question's query moved by the map fitted at each penalty without its
+    conversation, and by the package's map (:data:`SHIPPED`), with the closest records of
+    each (:attr:`Asked.mapped`); returns the maps fitted on every conversation, by penalty.
+    Nothing for a model without a map."""
+    first = next(iter(shapes.values()))
+    shipped = query_map(first.model) if first.model else None
+    if shipped is None:
+        return {}
+    names = set(first.names)
+    by_fold = {(p, name): fit_query_map(shapes, names - {name}, p) for p in penalties for name in names}
+    for data in shapes.values():
+        for asked in data.asked:
+            held = data.conversations[asked.question.conversation]
+            for key, matrix in [(SHIPPED, shipped), *((p, by_fold[p, asked.question.conversation]) for p in penalties)]:
+                vector = map_query(data.model, asked.vector, matrix)
+                deepest = {
+                    c: _closest(held, vector, max(_depths()), len(vector), by_centre=c, own=asked.vector)
+                    for c in (True, False)
+                }
+                # every depth's shortlist and exact scoring are the deepest's (the slice is the store's list)
+                asked.mapped[key] = (vector, {(c, d): deepest[c][:d] for c in (True, False) for d in _depths()})
+    return {p: fit_query_map(shapes, names, p) for p in penalties}
 
 
 # --- cross-validation ----------------------------------------------------------------
@@ -481,7 +595,8 @@ def _labelled(asked: Asked, data: Collected, depth: int) -> tuple[Any, Any]:
     np = numpy()
     held = data.conversations[asked.question.conversation]
     named = named_time(asked.question.text)
-    ids, rows = features(asked.keyword[:depth], asked.semantic[True, depth], asked.terms, named)
+    semantic = asked.closest(store_map())[True, depth]
+    ids, rows = features(asked.keyword[:depth], semantic, asked.terms, named)
     labels = [1.0 if held.cites[key] & asked.question.evidence else 0.0 for key in ids]
     return np.asarray(rows, dtype=np.float64).reshape(len(ids), len(FEATURES)), np.asarray(labels)
 
@@ -524,7 +639,7 @@ def learn(shapes: Shapes, depth: int) -> Learned:
     and measured on the fifth, all five ways; and fitted on all five."""
     tables = {units: [_labelled(a, data, depth) for a in data.asked] for units, data in shapes.items()}
     names = next(iter(shapes.values())).names
-    setting = Setting("quality", depth=depth)
+    setting = Setting("quality", depth=depth, query_map=store_map())
     by_fold: dict[str, dict[str, float]] = {}
     recall: Scores = {units: [0.0] * len(data.asked) for units, data in shapes.items()}
     for name in names:
@@ -558,7 +673,7 @@ class Choice:
     baseline: Any
 
 
-def choices() -> list[Choice]:
+def choices(*, mapped: bool = True) -> list[Choice]:
     lifts = (0.0, 0.1, 0.2, 0.3, 0.4)
     return [
         Choice("the stated day among a record's terms", "keyword", "day", (False, True), False),
@@ -572,15 +687,19 @@ def choices() -> list[Choice]:
         Choice("the stated day among the keyword side's terms", "hybrid", "day", (False, True), False),
         Choice("the time the question names", "semantic", "named_time", (0.0, 0.1, 0.2, 0.4), 0.0),
         Choice("the time the question names", "hybrid", "named_time", (0.0, 0.5, 1.0, 2.0, 3.0), 0.0),
+        *(
+            Choice("the query map (its ridge penalty; 0: none)", mode, "query_map", (0.0, *MAP_PENALTIES), 0.0)
+            for mode in (("semantic", "hybrid") if mapped else ())
+        ),
     ]
 
 
-def grids(kept: set[tuple[str, str]]) -> dict[str, tuple[Setting, list[Setting]]]:
+def grids(kept: set[tuple[str, str]], *, mapped: bool = True) -> dict[str, tuple[Setting, list[Setting]]]:
     """Mode → (its untuned baseline, every combination of the values of its ``kept``
     choices, each other choice at its baseline's value)."""
     out = {}
     for mode in ("keyword", "semantic", "hybrid"):
-        mine = [c for c in choices() if c.mode == mode]
+        mine = [c for c in choices(mapped=mapped) if c.mode == mode]
         baseline = Setting(mode, **{c.field: c.baseline for c in mine})
         ranges = [c.values if (mode, c.field) in kept else (c.baseline,) for c in mine]
         grid = [
@@ -609,6 +728,9 @@ class FoldReport:
     learned: Learned | None
     multi_hop: list[tuple[str, tuple[float, ...], dict[str, OutOfFold], dict[str, dict[int, tuple[float, float]]]]]
     seconds: float
+    maps: dict[float, Any] = field(default_factory=dict)
+    """Ridge penalty → the query map fitted on all five conversations (none for a model
+    without a map)."""
 
 
 def _replace(setting: Setting, **changes: Any) -> Setting:
@@ -639,20 +761,22 @@ def run_folds(shapes: Shapes, stores: dict[str, StoreRun], *, quality: bool = Tr
     from, for the agreement check)."""
     started = time.perf_counter()
     names = next(iter(shapes.values())).names
+    maps = map_queries(shapes)
     per_choice = []
-    for choice in choices():
+    for choice in choices(mapped=bool(maps)):
         base = _replace(store_setting(choice.mode), floor=None)  # the floor is chosen on its own, below
         settings = {value: _replace(base, **{choice.field: value}) for value in choice.values}
         scored = score_settings(shapes, list(settings.values()))
         per_choice.append((choice, out_of_fold(shapes, {v: scored[s] for v, s in settings.items()}, choice.baseline)))
     kept = {(c.mode, c.field) for c, results in per_choice if all(r.wins for r in results.values())}
     modes = {}
-    for mode, (baseline, grid) in grids(kept).items():
+    for mode, (baseline, grid) in grids(kept, mapped=bool(maps)).items():
         modes[mode] = (baseline, out_of_fold(shapes, score_settings(shapes, grid), baseline))
     measured = ("keyword", "semantic", "hybrid", *(("quality",) if quality else ()))
     store = {mode: score_settings(shapes, [store_setting(mode)])[store_setting(mode)] for mode in measured}
     rrf = Setting("hybrid", fusion="rrf", depth=tuning.FUSION_CANDIDATES)
-    plain, fusion = grids(set())["semantic"][0], grids(set())["hybrid"][0]
+    untuned = grids(set(), mapped=bool(maps))
+    plain, fusion = untuned["semantic"][0], untuned["hybrid"][0]
     scored = score_settings(shapes, [plain, fusion, rrf])
     baselines = {"plain cosine": scored[plain], "untuned fusion": scored[fusion], "naive RRF": scored[rrf]}
     agreement: dict[str, dict[str, tuple[int, float]]] = {}
@@ -664,7 +788,9 @@ def run_folds(shapes: Shapes, stores: dict[str, StoreRun], *, quality: bool = Tr
             for asked in data.asked:
                 text, name = asked.question.text, asked.question.conversation
                 found = [hit.record.id for hit in loaded.store.search(loaded.query(name, text, K, mode))]
-                same += ranked(asked, store_setting(mode), data)[:K] == found
+                # the store moves the query by the package's map (fitted on all five)
+                own_setting = _replace(store_setting(mode), query_map=SHIPPED if store_map() else 0.0)
+                same += ranked(asked, own_setting, data)[:K] == found
                 own.append(recall_at(asked, found, data))
             agreement[units][mode] = (same, _mean(own))
     by_mode: dict[str, dict[Any, Scores]] = {}
@@ -702,6 +828,7 @@ def run_folds(shapes: Shapes, stores: dict[str, StoreRun], *, quality: bool = Tr
         learned,
         multi_hop,
         time.perf_counter() - started,
+        maps,
     )
 
 

@@ -40,7 +40,10 @@ picked on four conversations and measured on the fifth, all five ways, on observ
 and on dialog turns as records, against the untuned baselines, beside the relevance floor
 picked the same way, the quality ranker fitted the same way and what was tried for
 multi-hop questions (:mod:`bench.folds`); ``--train-quality`` prints the ranker's weights
-fitted on all five conversations as ``tuning.QUALITY_WEIGHTS`` holds them. ``--units
+fitted on all five conversations as ``tuning.QUALITY_WEIGHTS`` holds them, and
+``--train-query-map`` writes the query map fitted on all five at
+``tuning.QUERY_MAP_PENALTY`` where the package keeps it
+(:mod:`memory_admin.embed.query_map`). ``--units
 turns`` makes the dialog's turns the records of the main run. ``--mode quality`` times
 the quality mode beside hybrid search, the default. The dataset's vectors are kept
 between runs (:mod:`bench.embedded`).
@@ -569,6 +572,24 @@ def _mean(values: Sequence[float]) -> float:
     return statistics.fmean(values) if values else 0.0
 
 
+def train_query_map(folds: FoldReport, model: str) -> str:
+    """Write the map fitted on all five conversations at the store's penalty (float16)
+    where :func:`~memory_admin.embed.query_map.map_path` finds it; say what changed."""
+    from memory_admin.embed.protocol import numpy
+    from memory_admin.embed.query_map import map_path, query_map
+
+    np = numpy()
+    path, fitted = map_path(model), folds.maps.get(tuning.QUERY_MAP_PENALTY)
+    if path is None or fitted is None:
+        return f"\n{model} has no query map to train.\n"
+    shipped = query_map(model) if path.is_file() else None
+    np.save(path, fitted.astype(np.float16), allow_pickle=False)
+    query_map.cache_clear()
+    moved = "new" if shipped is None else f"largest change {float(np.abs(query_map(model) - shipped).max()):.2g}"
+    fitted_how = f"fitted on every conversation (penalty {tuning.QUERY_MAP_PENALTY:g})"
+    return f"\nWrote the query map {fitted_how} to {path.name} ({moved}).\n"
+
+
 def _recall_at(k: int) -> Callable[[Tally], str]:
     return lambda tally: f"{_mean(tally.recall[k]):.4f}"
 
@@ -736,6 +757,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="with --folds: print the quality ranker's weights fitted on every conversation, as tuning.py holds them",
     )
+    parser.add_argument(
+        "--train-query-map",
+        action="store_true",
+        help="with --folds: write the query map fitted on every conversation where the package keeps it "
+        "(memory_admin/embed/data)",
+    )
     parser.add_argument("--out", type=Path, help="also write the report (Markdown) to this file")
     options = parser.parse_args(argv)
     dataset = load_dataset(options.dataset, options.units)
@@ -757,6 +784,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         text += "\n```python\nQUALITY_WEIGHTS: dict[str, float] = {\n"
         text += "".join(f'    "{name}": {weight},\n' for name, weight in results.folds.learned.weights.items())
         text += "}\n```\n"
+    if options.train_query_map and results.folds is not None and results.model is not None:
+        text += train_query_map(results.folds, results.model)
     print(text, end="")
     write_report(options.out, text)
     return 1 if verdict_problems(results) else 0

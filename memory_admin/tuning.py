@@ -83,6 +83,17 @@ record matches far better."""
 SEMANTIC_NAMED_TIME_WEIGHT = 0.4
 """The same over a semantic search's cosines."""
 
+# --- the query map (memory_admin.embed.query_map) -------------------------------------------
+
+QUERY_MAP = True
+"""Move the default model's query vectors by the packaged map before scoring by meaning
+(a question towards the statements that answer it). Kept out of fold on both kinds of
+record for semantic and hybrid search (docs/search.md, "The query map"); stored vectors
+are the model's own either way."""
+QUERY_MAP_PENALTY = 0.1
+"""The map's ridge penalty (towards no move at all), picked out of fold; what
+``--train-query-map`` fits the shipped map with."""
+
 # --- the quality mode's ranker (memory_admin.store.quality) -------------------------------
 # fitted by `python -m bench.locomo … --folds --train-quality` on LoCoMo's development split
 # only (both kinds of record), and shipped as these numbers

@@ -133,3 +133,73 @@ def test_a_second_run_takes_the_dataset_s_vectors_from_the_cache(dataset: Path, 
             ["Ann adopted a grey cat named Pixel.", "Bo plays the cello in an orchestra."]
         )
     ).all()
+
+
+def test_the_query_map_moves_another_conversation_s_questions_to_their_answers() -> None:
+    """Questions sit closest to the record after their answer's; a map fitted on one
+    conversation's questions turns the other's towards their own answers."""
+    np = pytest.importorskip("numpy", reason=needs_extra("semantic"))
+    from bench.folds import Asked, Collected, Conversation, fit_query_map
+    from bench.locomo import Question
+    from memory_admin.embed.quantize import to_blobs
+    from memory_admin.store.vectors import ScopeVectors
+
+    size = 8
+    records = np.eye(size, dtype=np.float32)
+    blobs = list(enumerate(to_blobs(records)))
+
+    def held(name: str) -> Conversation:
+        ids = [f"{name}-{k}" for k in range(size)]
+        return Conversation(
+            ids=ids,
+            cites={key: frozenset({f"D1:{k}"}) for k, key in enumerate(ids)},
+            contexts={key: (name, k) for k, key in enumerate(ids)},
+            texts={key: key for key in ids},
+            blobs=blobs,
+            vectors=ScopeVectors.of(1, blobs, size),
+            centre=None,
+        )
+
+    def asked(name: str, k: int) -> Asked:
+        vector = 0.6 * records[(k + 1) % size] + 0.4 * records[k]
+        question = Question(name, f"question {k}", 4, frozenset({f"D1:{k}"}))
+        return Asked(question, 2, vector / np.linalg.norm(vector), [], [], {})
+
+    conversations = {name: held(name) for name in ("a", "b")}
+    data = Collected(conversations, [asked(name, k) for name in conversations for k in range(size)], [], "test")
+    matrix = fit_query_map({"observations": data}, {"a"}, 0.01)
+    for one in data.asked[size:]:  # conversation b: not fitted on
+        moved = one.vector + matrix @ one.vector
+        k = int(one.question.text.split()[-1])
+        assert int(np.argmax(records @ one.vector)) == (k + 1) % size, "as embedded: the wrong record"
+        assert int(np.argmax(records @ moved)) == k, "moved: its answer"
+    heavy = fit_query_map({"observations": data}, {"a"}, 1e6)
+    assert float(np.abs(heavy).max()) < 1e-3, "a ridge penalty that large leaves the query where it was"
+
+
+def test_a_model_s_query_map_is_chosen_out_of_fold_and_trained(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    np = pytest.importorskip("numpy", reason=needs_extra("semantic"))
+    from memory_admin.embed import query_map as maps
+
+    path = tmp_path / "hashing.query-map.npy"
+    np.save(path, np.zeros((256, 256), dtype=np.float16))
+    monkeypatch.setattr(maps, "map_path", lambda model_id: path if model_id == "hashing-v1:256" else None)
+    maps.query_map.cache_clear()
+    args = [str(dataset), "--mode", "hybrid", "--embedder", "hashing", "--folds", "--no-events", "--train-query-map"]
+    try:
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        trained = maps.query_map("hashing-v1:256")
+    finally:
+        maps.query_map.cache_clear()
+    section = out[out.index("## Out of fold") :]
+    agreed = next(line for line in section.splitlines() if line.startswith("At the store's settings"))
+    for units in ("observations", "turns"):
+        assert f"{units}: keyword 3 of 3, semantic 3 of 3, hybrid 3 of 3, quality 3 of 3" in agreed
+    rows = [line for line in section.splitlines() if "| the query map" in line]
+    assert [row.split(" | ")[0] for row in rows] == ["| semantic", "| hybrid"]
+    assert "Wrote the query map fitted on all five conversations (penalty 0.1)" not in out
+    assert f"Wrote the query map fitted on every conversation (penalty 0.1) to {path.name}" in out
+    assert float(np.abs(trained).max()) > 0, "the file holds the fitted map"

@@ -61,14 +61,18 @@ def int8_scores(query: Vector, codes: Codes, scales: Scales, centre: Vector | No
     return int8_cosines(query, codes, scales, centre)[1 if centre is not None else 0]
 
 
-def int8_cosines(query: Vector, codes: Codes, scales: Scales, centre: Vector | None = None) -> tuple[Vector, Vector]:
-    """Both similarities of :func:`int8_scores` in one pass over the codes: the plain
-    cosine of a unit float query with each stored vector, and (with a ``centre``; else the
-    plain one again) the cosine measured from the centre, computed with the centre as a
-    second column of the same product."""
+def int8_cosines(
+    query: Vector, codes: Codes, scales: Scales, centre: Vector | None = None, own: Vector | None = None
+) -> tuple[Vector, Vector, Vector]:
+    """The similarities of :func:`int8_scores` in one pass over the codes: the plain
+    cosine of a unit float query with each stored vector; (with a ``centre``; else the
+    plain one again) the cosine measured from the centre; and the plain cosine of ``own``,
+    a second unit query (the plain one again without it) — the centre and ``own`` are
+    further columns of the same product."""
     np = numpy()
     q = np.asarray(query, dtype=np.float32)
-    columns = q[:, None] if centre is None else np.stack([q, np.asarray(centre, dtype=np.float32)], axis=1)
+    extra = [np.asarray(v, dtype=np.float32) for v in (centre, own) if v is not None]
+    columns = np.stack([q, *extra], axis=1)
     count = codes.shape[0]
     both = np.empty((count, columns.shape[1]), dtype=np.float32)
     squares = np.empty(count, dtype=np.float32)
@@ -78,15 +82,16 @@ def int8_cosines(query: Vector, codes: Codes, scales: Scales, centre: Vector | N
         if centre is not None:
             squares[start : start + PRODUCT_ROWS] = np.einsum("ij,ij->i", rows, rows)
     dots: Vector = both[:, 0] * scales  # v·q
+    own_dots: Vector = both[:, -1] * scales if own is not None else dots
     if centre is None:
-        return dots, dots
+        return dots, dots, own_dots
     mu = columns[:, 1]
     shared = both[:, 1] * scales  # v·μ
     squares *= scales * scales  # |v|²
     mu_mu, q_mu, q_q = float(mu @ mu), float(q @ mu), float(q @ q)
     rows_norm = np.sqrt(np.maximum(squares - 2 * shared + mu_mu, 1e-12))
     scaled: Vector = (dots - shared - q_mu + mu_mu) / (rows_norm * np.sqrt(max(q_q - 2 * q_mu + mu_mu, 1e-12)))
-    return dots, scaled
+    return dots, scaled, own_dots
 
 
 def scaled_sum(codes: Codes, scales: Scales) -> Vector:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeVar
 from memory_admin import tuning
 from memory_admin.embed import embedder_for
 from memory_admin.embed.quantize import to_blobs
+from memory_admin.embed.query_map import map_query
 from memory_admin.errors import (
     CapabilityError,
     MemoryEmbedderMismatchError,
@@ -167,7 +168,7 @@ class StoreCore(ABC):
         self._embedder = None if isinstance(embedder, str) else embedder
         self._adopt_checked = -tuning.ADOPT_INTERVAL_S
         # pages and counts of one search embed its query once
-        self._query_vectors: LruCache[str, Any] = LruCache(tuning.QUERY_VECTOR_CACHE)
+        self._query_vectors: LruCache[tuple[str, bool], Any] = LruCache(tuning.QUERY_VECTOR_CACHE)
         self._sinks: list[EventSink] = list(sinks)
         self._persist_events = persist_events
         self._ids = IdFactory()
@@ -300,11 +301,14 @@ class StoreCore(ABC):
         embedder = self._embedder
         assert embedder is not None and plan.query.query is not None  # _plan saw to both
         text = plan.query.query
-        vector = self._query_vectors.get(text)
-        if vector is None:
-            vector = yield Compute(lambda: embedder.embed_query(text), lambda: embedder.aembed_query(text))
-            self._query_vectors.put(text, vector)
-        plan = replace(plan, vector=vector)
+        key = (text, tuning.QUERY_MAP)
+        vectors = self._query_vectors.get(key)
+        if vectors is None:
+            own = yield Compute(lambda: embedder.embed_query(text), lambda: embedder.aembed_query(text))
+            # a question moved towards what answers it orders; its own vector says what matches
+            vectors = (map_query(embedder.model_id, own), own)
+            self._query_vectors.put(key, vectors)
+        plan = replace(plan, vector=vectors[0], own=vectors[1])
         named = named_time(text)
 
         def steps(s: Session) -> Steps[Statement, tuple[list[MemoryHit], Cursor | None]]:

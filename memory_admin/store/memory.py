@@ -380,12 +380,9 @@ class _Session:
         promoted = self._store._promoted_ids(plan)
         admitted = {r.id: r for r in self._records() if passes_filters(r, plan, promoted)}
         rows = [(record_id, blob) for record_id in admitted if (blob := self._vector(record_id)) is not None]
-        found = closest(plan.vector, rows, space.dimensions, limit, mean, by_centre=plan.by_centre)
+        found = closest(plan.vector, rows, space.dimensions, limit, mean, by_centre=plan.by_centre, own=plan.own)
         return no_statements(
-            [
-                Candidate(i, centred if plan.by_centre else cosine, context=_context(admitted[i]), cosine=cosine)
-                for i, cosine, centred in found
-            ]
+            [Candidate(i, score, context=_context(admitted[i]), cosine=cosine) for i, cosine, score in found]
         )
 
     def unembedded(self, limit: int) -> Steps[Statement, list[MemoryRecord]]:

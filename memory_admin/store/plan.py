@@ -74,7 +74,12 @@ class SearchPlan:
     mode: SearchMode = "keyword"
     """How a ranked plan matches (resolved: never ``None``)."""
     vector: Any = None
-    """The query's embedding, once a semantic or hybrid search has computed it."""
+    """The query's embedding, once a semantic or hybrid search has computed it (moved by
+    the model's query map: :mod:`~memory_admin.embed.query_map`), which orders records."""
+    own: Any = None
+    """The query's embedding as the model made it (``None``: :attr:`vector`), from which
+    each candidate's cosine — its ``semantic_score``, what the relevance floor reads — is
+    measured: the map reorders, the model's own similarity says what matches."""
 
     @property
     def by_centre(self) -> bool:

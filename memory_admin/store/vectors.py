@@ -156,28 +156,31 @@ def closest(
     centre: Vector | None = None,
     *,
     by_centre: bool = True,
+    own: Vector | None = None,
 ) -> list[tuple[K, float, float]]:
-    """The ``limit`` rows most similar to ``query``, as ``(key, cosine, centred cosine)``:
-    exact over the int8 codes, the second measured from ``centre`` (the plain cosine again
-    without one; see :func:`~memory_admin.embed.quantize.int8_cosines`). Closest first by
-    the centred cosine when ``by_centre``, else by the plain one; ties keep the rows'
-    order. Scored :data:`~memory_admin.tuning.SCAN_CHUNK` rows at a time."""
+    """The ``limit`` rows most similar to ``query``, as ``(key, cosine, score)``: exact
+    over the int8 codes (:func:`~memory_admin.embed.quantize.int8_cosines`). The score
+    orders them: the cosine measured from ``centre`` when ``by_centre``, else the plain
+    one; ties keep the rows' order. The cosine is the plain one of ``own`` when given —
+    the query as embedded, when ``query`` is its moved form
+    (:mod:`~memory_admin.embed.query_map`): what a hit's ``semantic_score`` says and the
+    relevance floor reads — else of ``query``. Scored
+    :data:`~memory_admin.tuning.SCAN_CHUNK` rows at a time."""
     if not rows or limit <= 0:
         return []
     np = numpy()
     query32 = np.asarray(query, dtype=np.float32)
-    plains, centreds = [], []
+    orders, cosines = [], []
     for start in range(0, len(rows), tuning.SCAN_CHUNK):
         codes, scales = stack_blobs([blob for _, blob in rows[start : start + tuning.SCAN_CHUNK]], dimensions)
-        plain, centred = int8_cosines(query32, codes, scales, centre)
-        plains.append(plain)
-        centreds.append(centred)
-    cosines: Any = np.concatenate(plains) if len(plains) > 1 else plains[0]
-    centred_all: Any = np.concatenate(centreds) if len(centreds) > 1 else centreds[0]
-    scores = centred_all if by_centre else cosines
+        plain, centred, own_plain = int8_cosines(query32, codes, scales, centre, own)
+        orders.append(centred if by_centre else plain)
+        cosines.append(own_plain)
+    scores: Any = np.concatenate(orders) if len(orders) > 1 else orders[0]
+    cosine: Any = np.concatenate(cosines) if len(cosines) > 1 else cosines[0]
     top = np.argpartition(-scores, limit - 1)[:limit] if len(rows) > limit else np.arange(len(rows))
     order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), i))
-    return [(rows[i][0], round(float(cosines[i]), 6), round(float(centred_all[i]), 6)) for i in order]
+    return [(rows[i][0], round(float(cosine[i]), 6), round(float(scores[i]), 6)) for i in order]
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,19 +235,25 @@ def _ordered(ranked: list[Ranked]) -> list[Ranked]:
 
 
 def by_meaning(semantic: Sequence[Candidate], named: NamedTime | None = None) -> list[Ranked]:
-    """A semantic search's order: by cosine similarity, each candidate lifted by
+    """A semantic search's order: by cosine similarity (of the moved query: the
+    candidates' scores), each candidate lifted by
     :data:`~memory_admin.tuning.SEMANTIC_CONTEXT_WEIGHT` of the best cosine among the
     candidates stated in its context (the same scope, the same day), and by
     :data:`~memory_admin.tuning.SEMANTIC_NAMED_TIME_WEIGHT` when it was stated at the
-    time the query names."""
-    cosines = [c.cosine if c.cosine is not None else c.score for c in semantic]
+    time the query names. A hit's ``semantic_score`` is the query's own cosine."""
+    scores = [c.score for c in semantic]
     contexts = [c.context for c in semantic]
-    lifts = context_lift(cosines, contexts, tuning.SEMANTIC_CONTEXT_WEIGHT)
+    lifts = context_lift(scores, contexts, tuning.SEMANTIC_CONTEXT_WEIGHT)
     named_lifts = named_lift(contexts, named, tuning.SEMANTIC_NAMED_TIME_WEIGHT)
     return _ordered(
         [
-            Ranked(c.id, round(cosine + lift + at, 6), semantic_score=cosine, context_score=round(lift + at, 6))
-            for c, cosine, lift, at in zip(semantic, cosines, lifts, named_lifts, strict=True)
+            Ranked(
+                c.id,
+                round(score + lift + at, 6),
+                semantic_score=c.cosine if c.cosine is not None else score,
+                context_score=round(lift + at, 6),
+            )
+            for c, score, lift, at in zip(semantic, scores, lifts, named_lifts, strict=True)
         ]
     )
 

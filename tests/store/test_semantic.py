@@ -166,6 +166,7 @@ def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(tmp_path: Path
 
     from bench.corpus import Corpus
     from memory_admin.embed.quantize import to_blobs
+    from memory_admin.embed.query_map import map_query
     from memory_admin.store.vectors import closest
 
     corpus, rng = Corpus(), random.Random(4)
@@ -176,8 +177,9 @@ def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(tmp_path: Path
         overlap = []
         for _ in range(20):
             query = " ".join(rng.choice(texts).split()[:4])
-            # a semantic search ranks by the plain cosine (one batch: one context, one lift)
-            exact = [key for key, _, _ in closest(embedder.embed_query(query), blobs, embedder.dimensions, 10)]
+            # a semantic search ranks by the plain cosine (one batch: one context, one lift) of the mapped query
+            vector = map_query(embedder.model_id, embedder.embed_query(query))
+            exact = [key for key, _, _ in closest(vector, blobs, embedder.dimensions, 10)]
             found = [hit.record.id for hit in store.search({"scope": U1, "query": query, "mode": "semantic"})]
             assert found[0] == exact[0], "the closest record is always found"
             overlap.append(len(set(found) & set(exact)) / 10)
@@ -238,3 +240,36 @@ def test_a_store_opened_for_quality_ranks_every_query_that_way(store_url: str, e
         open_store(store_url, embedder="none", search_mode="quality")
     with pytest.raises(MemoryValidationError, match="search_mode"):
         open_store(store_url, embedder=embedder, search_mode="best")  # type: ignore[arg-type]
+
+
+def test_the_store_orders_by_the_moved_query_and_reports_the_query_s_own_cosine(
+    semantic_store: BaseMemoryStore, embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    from memory_admin.embed.query_map import map_query
+
+    question = "Where does Dana work?"
+    by_content = dict(zip(FACTS, embedder.embed_documents(FACTS), strict=True))
+
+    def cosines(vector: np.ndarray) -> dict[str, float]:
+        return {fact: float(by_content[fact] @ vector / np.linalg.norm(vector)) for fact in FACTS}
+
+    def found() -> tuple[dict[str, float], dict[str, float]]:
+        """Each hit's ordering cosine (its score less its lift) and its semantic_score."""
+        hits = semantic_store.search({"scope": U1, "query": question, "mode": "semantic", "relevance": "rank"})
+        assert len(hits) == len(FACTS)
+        ordering = {hit.record.content: (hit.score or 0.0) - (hit.context_score or 0.0) for hit in hits}
+        return ordering, {hit.record.content: hit.semantic_score or 0.0 for hit in hits}
+
+    def near(a: dict[str, float], b: dict[str, float]) -> bool:
+        return all(abs(a[fact] - b[fact]) < 0.02 for fact in FACTS)
+
+    raw = embedder.embed_query(question)
+    moved, own = cosines(map_query(embedder.model_id, raw)), cosines(raw)
+    assert not near(moved, own), "the map moves the query"
+    ordering, reported = found()
+    assert near(ordering, moved) and near(reported, own)
+    monkeypatch.setattr(tuning, "QUERY_MAP", False)
+    ordering, reported = found()  # the same text again: the store's query cache keeps the two apart
+    assert near(ordering, own) and near(reported, own)

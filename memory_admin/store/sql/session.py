@@ -341,7 +341,7 @@ class SqlSession(SqlLearnings, ABC):
         listed = yield from self._vectors_of(shortlist(plan.vector, scopes, max(tuning.SHORTLIST, 2 * depth)))
         # a semantic search ranks by the plain cosine: no centre to measure from
         mean = (yield from self._centre(versions, scopes, listed, total, space)) if plan.by_centre else None
-        found = closest(plan.vector, listed, space.dimensions, depth, mean, by_centre=plan.by_centre)
+        found = closest(plan.vector, listed, space.dimensions, depth, mean, by_centre=plan.by_centre, own=plan.own)
         ids = yield from self._passing([key for key, _, _ in found], filters, filter_params)
         found = [hit for hit in found if hit[0] in ids]
         if len(found) < page and total > depth:
@@ -349,15 +349,17 @@ class SqlSession(SqlLearnings, ABC):
             every = [int(key) for scope in scopes for key in scope.keys.tolist()]
             ids = yield from self._passing(every, filters, filter_params)
             admitted = yield from self._vectors_of(sorted(ids))
-            found = closest(plan.vector, admitted, space.dimensions, limit, mean, by_centre=plan.by_centre)
+            found = closest(
+                plan.vector, admitted, space.dimensions, limit, mean, by_centre=plan.by_centre, own=plan.own
+            )
         return [
             Candidate(
                 d.id_text(ids[key][0]),
-                centred if plan.by_centre else cosine,
+                score,
                 context=context(ids[key][1], d.from_db_time(ids[key][2])),
                 cosine=cosine,
             )
-            for key, cosine, centred in found[:limit]
+            for key, cosine, score in found[:limit]
         ]
 
     def _vectors_of(self, keys: Sequence[int]) -> Steps[Statement, list[tuple[int, bytes]]]:
