@@ -863,6 +863,7 @@ def _setting(setting: Setting) -> str:
         f"lift {_value(setting.lift)}",
         f"depth {setting.depth}",
         f"named time {_value(setting.named_time)}",
+        f"query map {_value(setting.query_map) if setting.query_map else 'none'}",
     ]
     if setting.mode == "hybrid":
         parts = [f"keyword weight {_value(setting.keyword_weight)}", *parts, f"stated day {_value(setting.day)}"]
@@ -1040,7 +1041,11 @@ def render(report: FoldReport) -> list[str]:
         multi = " | ".join(
             f"{categories[u].get(1, (0.0, 0.0))[0]:.4f} ({categories[u].get(1, (0.0, 0.0))[1]:.4f})" for u in kinds
         )
-        verdict = "kept" if all(r.wins for r in results.values()) else "lost: not in the store"
+        verdict = (
+            "wins out of fold; not in the store (docs/search.md says why)"
+            if all(r.wins for r in results.values())
+            else "lost: not in the store"
+        )
         picked, tried_values = " / ".join(_value(first.picks[n]) for n in names), ", ".join(map(_value, strengths))
         lines.append(f"| {label} | {tried_values} | {picked} | {_both(results)} | {multi} | {verdict} |")
     lines += ["", f"(The out-of-fold tables took {report.seconds:.0f} s.)", ""]

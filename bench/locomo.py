@@ -77,6 +77,7 @@ from bench.measure import command, percentile, scratch, sqlite_url, write_report
 from memory_admin import tuning
 from memory_admin.embed import Embedder, open_embedder
 from memory_admin.embed.fusion import rrf_fusion
+from memory_admin.embed.query_map import query_map
 from memory_admin.recall import DEFAULT_BUDGET_CHARS, assemble_recall
 from memory_admin.records import SEARCH_MODES, MemoryRecord, SearchMode
 from memory_admin.scope import canonical_scope
@@ -576,7 +577,7 @@ def train_query_map(folds: FoldReport, model: str) -> str:
     """Write the map fitted on all five conversations at the store's penalty (float16)
     where :func:`~memory_admin.embed.query_map.map_path` finds it; say what changed."""
     from memory_admin.embed.protocol import numpy
-    from memory_admin.embed.query_map import map_path, query_map
+    from memory_admin.embed.query_map import map_path
 
     np = numpy()
     path, fitted = map_path(model), folds.maps.get(tuning.QUERY_MAP_PENALTY)
@@ -621,7 +622,14 @@ def report(results: Results, command_line: str) -> str:
         f"Store: {results.backend}, {results.mode} search"
         + (f" with {results.model}" if results.model else "")
         + f", event log {'on' if results.events else 'off'}. "
-        f"Evidence ceiling (share of evidence ids any observation cites): {data.ceiling():.3f}.",
+        f"Evidence ceiling (share of evidence ids any observation cites): {data.ceiling():.3f}."
+        + (
+            " The store moves each question's vector by its model's query map, which was fitted on these "
+            "very conversations: its figures here flatter it; docs/benchmarks/locomo-folds.md measures every "
+            "search with the map fitted without the conversation searched."
+            if results.model and results.mode != "keyword" and tuning.QUERY_MAP and query_map(results.model) is not None
+            else ""
+        ),
         "",
         f"| | memory store ({results.mode} search, visible match) | raw FTS5 bm25, ties in insertion order "
         "| raw FTS5 bm25, ties newest first |" + "".join(f" {label} |" for label, _ in results.extra),

@@ -203,3 +203,5 @@ def test_a_model_s_query_map_is_chosen_out_of_fold_and_trained(
     assert "Wrote the query map fitted on all five conversations (penalty 0.1)" not in out
     assert f"Wrote the query map fitted on every conversation (penalty 0.1) to {path.name}" in out
     assert float(np.abs(trained).max()) > 0, "the file holds the fitted map"
+    header = out[: out.index("## Out of fold")]
+    assert "query map, which was fitted on these very conversations" in header, "its in-sample figures say so"

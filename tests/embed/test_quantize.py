@@ -91,3 +91,18 @@ def test_centred_scores_are_the_cosine_measured_from_the_centre(embedder: OnnxEm
         got = int8_scores(query, codes, scales, mean.astype(np.float32))
         np.testing.assert_allclose(got, expected, atol=2e-5)
         assert not np.allclose(got, int8_scores(query, codes, scales), atol=0.05), "the centre changes the scores"
+
+
+def test_a_second_query_s_cosines_come_from_the_same_pass(embedder: OnnxEmbedder, vectors: np.ndarray) -> None:
+    from memory_admin.embed.quantize import int8_cosines
+
+    codes, scales = quantize_int8(vectors)
+    mean = dequantize_int8(codes, scales).mean(axis=0).astype(np.float32)
+    first, second = embedder.embed_queries(["Who moved from abroad?", "What car does Evan drive?"])
+    for centre in (None, mean):
+        plain, centred, own = int8_cosines(first, codes, scales, centre, second)
+        np.testing.assert_allclose(plain, int8_scores(first, codes, scales), atol=1e-6)
+        np.testing.assert_allclose(centred, int8_scores(first, codes, scales, centre), atol=1e-6)
+        np.testing.assert_allclose(own, int8_scores(second, codes, scales), atol=1e-6)
+        alone = int8_cosines(first, codes, scales, centre)
+        np.testing.assert_allclose(alone[2], plain, atol=1e-6)  # without a second query: the first's again
