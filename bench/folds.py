@@ -2,7 +2,7 @@
 conversations and measured on the fifth, all five ways, against the untuned baselines.
 
     python -m bench.locomo ../shared/datasets/locomo/locomo-dev.json --mode hybrid --folds \\
-        [--units turns] [--train-quality] [--out docs/benchmarks/locomo-folds.md]
+        [--units turns] [--train-quality] [--train-query-map] [--out docs/benchmarks/locomo-folds.md]
 
 A choice tuned on the data it is measured on always looks good; a store's users bring
 their own data. So each choice is made the way it would be made without the held-out
@@ -20,6 +20,11 @@ similarities from the same int8 vectors, shortlist and centre as the store's
 the quality ranker from :mod:`memory_admin.store.quality` — and, at the store's own
 settings, each mode's top ten is checked against the store's own search (the report says
 how many agree).
+
+The query map (:mod:`memory_admin.embed.query_map`) is a choice too: for each question,
+the map fitted without its conversation moves its vector (``--train-query-map`` writes
+the one fitted on all five, which the package ships); the store's own searches, checked
+above, use the shipped map.
 
 Beside the choices, the relevance floor (picked by its rule on four conversations), the
 learned quality ranker (fitted on four, measured on the fifth; ``--train-quality`` prints
@@ -478,7 +483,7 @@ def map_queries(shapes: Shapes, penalties: Sequence[float] = MAP_PENALTIES) -> d
                     c: _closest(held, vector, max(_depths()), len(vector), by_centre=c, own=asked.vector)
                     for c in (True, False)
                 }
-                # every depth's shortlist and exact scoring are the deepest's (the slice is the store's list)
+                # up to PREFILTER_MIN (200), every depth shortlists and scores what the deepest does
                 asked.mapped[key] = (vector, {(c, d): deepest[c][:d] for c in (True, False) for d in _depths()})
     return {p: fit_query_map(shapes, names, p) for p in penalties}
 

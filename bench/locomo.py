@@ -5,7 +5,7 @@
     python -m bench.locomo ../shared/datasets/locomo/locomo-dev.json --mode hybrid \\
         [--embedder default] [--out docs/benchmarks/locomo-hybrid.md]
     python -m bench.locomo ../shared/datasets/locomo/locomo-dev.json --mode hybrid --folds \\
-        [--train-quality] [--units turns] [--out docs/benchmarks/locomo-folds.md]
+        [--train-quality] [--train-query-map] [--units turns] [--out docs/benchmarks/locomo-folds.md]
 
 Each conversation's observations (atomic facts, each citing the dialog ids it came
 from) are written as records in one scope per conversation. Every question of
