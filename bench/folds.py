@@ -463,15 +463,15 @@ def fit_query_map(shapes: Shapes, conversations: set[str], penalty: float) -> An
     return matrix
 
 
-def map_queries(shapes: Shapes, penalties: Sequence[float] = MAP_PENALTIES) -> dict[float, Any]:
+def map_queries(shapes: Shapes, penalties: Sequence[float] = MAP_PENALTIES) -> Any | None:
     """Each question's query moved by the map fitted at each penalty without its
     conversation, and by the package's map (:data:`SHIPPED`), with the closest records of
-    each (:attr:`Asked.mapped`); returns the maps fitted on every conversation, by penalty.
-    Nothing for a model without a map."""
+    each (:attr:`Asked.mapped`); returns the map fitted on every conversation at the
+    store's penalty (what ``--train-query-map`` writes). Nothing for a model without a map."""
     first = next(iter(shapes.values()))
     shipped = query_map(first.model) if first.model else None
     if shipped is None:
-        return {}
+        return None
     names = set(first.names)
     by_fold = {(p, name): fit_query_map(shapes, names - {name}, p) for p in penalties for name in names}
     for data in shapes.values():
@@ -485,7 +485,7 @@ def map_queries(shapes: Shapes, penalties: Sequence[float] = MAP_PENALTIES) -> d
                 }
                 # up to PREFILTER_MIN (200), every depth shortlists and scores what the deepest does
                 asked.mapped[key] = (vector, {(c, d): deepest[c][:d] for c in (True, False) for d in _depths()})
-    return {p: fit_query_map(shapes, names, p) for p in penalties}
+    return fit_query_map(shapes, names, tuning.QUERY_MAP_PENALTY)
 
 
 # --- cross-validation ----------------------------------------------------------------
@@ -733,9 +733,9 @@ class FoldReport:
     learned: Learned | None
     multi_hop: list[tuple[str, tuple[float, ...], dict[str, OutOfFold], dict[str, dict[int, tuple[float, float]]]]]
     seconds: float
-    maps: dict[float, Any] = field(default_factory=dict)
-    """Ridge penalty → the query map fitted on all five conversations (none for a model
-    without a map)."""
+    query_map: Any | None = None
+    """The query map fitted on all five conversations at the store's penalty (``None`` for
+    a model without a map)."""
 
 
 def _replace(setting: Setting, **changes: Any) -> Setting:
@@ -766,21 +766,22 @@ def run_folds(shapes: Shapes, stores: dict[str, StoreRun], *, quality: bool = Tr
     from, for the agreement check)."""
     started = time.perf_counter()
     names = next(iter(shapes.values())).names
-    maps = map_queries(shapes)
+    fitted = map_queries(shapes)
+    mapped = fitted is not None
     per_choice = []
-    for choice in choices(mapped=bool(maps)):
+    for choice in choices(mapped=mapped):
         base = _replace(store_setting(choice.mode), floor=None)  # the floor is chosen on its own, below
         settings = {value: _replace(base, **{choice.field: value}) for value in choice.values}
         scored = score_settings(shapes, list(settings.values()))
         per_choice.append((choice, out_of_fold(shapes, {v: scored[s] for v, s in settings.items()}, choice.baseline)))
     kept = {(c.mode, c.field) for c, results in per_choice if all(r.wins for r in results.values())}
     modes = {}
-    for mode, (baseline, grid) in grids(kept, mapped=bool(maps)).items():
+    for mode, (baseline, grid) in grids(kept, mapped=mapped).items():
         modes[mode] = (baseline, out_of_fold(shapes, score_settings(shapes, grid), baseline))
     measured = ("keyword", "semantic", "hybrid", *(("quality",) if quality else ()))
     store = {mode: score_settings(shapes, [store_setting(mode)])[store_setting(mode)] for mode in measured}
     rrf = Setting("hybrid", fusion="rrf", depth=tuning.FUSION_CANDIDATES)
-    untuned = grids(set(), mapped=bool(maps))
+    untuned = grids(set(), mapped=mapped)
     plain, fusion = untuned["semantic"][0], untuned["hybrid"][0]
     scored = score_settings(shapes, [plain, fusion, rrf])
     baselines = {"plain cosine": scored[plain], "untuned fusion": scored[fusion], "naive RRF": scored[rrf]}
@@ -790,11 +791,11 @@ def run_folds(shapes: Shapes, stores: dict[str, StoreRun], *, quality: bool = Tr
         agreement[units] = {}
         for mode in measured:
             same, own = 0, []
+            # the store moves the query by the package's map (fitted on all five)
+            own_setting = _replace(store_setting(mode), query_map=SHIPPED if store_map() else 0.0)
             for asked in data.asked:
                 text, name = asked.question.text, asked.question.conversation
                 found = [hit.record.id for hit in loaded.store.search(loaded.query(name, text, K, mode))]
-                # the store moves the query by the package's map (fitted on all five)
-                own_setting = _replace(store_setting(mode), query_map=SHIPPED if store_map() else 0.0)
                 same += ranked(asked, own_setting, data)[:K] == found
                 own.append(recall_at(asked, found, data))
             agreement[units][mode] = (same, _mean(own))
@@ -833,7 +834,7 @@ def run_folds(shapes: Shapes, stores: dict[str, StoreRun], *, quality: bool = Tr
         learned,
         multi_hop,
         time.perf_counter() - started,
-        maps,
+        fitted,
     )
 
 

@@ -580,7 +580,7 @@ def train_query_map(folds: FoldReport, model: str) -> str:
     from memory_admin.embed.query_map import map_path
 
     np = numpy()
-    path, fitted = map_path(model), folds.maps.get(tuning.QUERY_MAP_PENALTY)
+    path, fitted = map_path(model), folds.query_map
     if path is None or fitted is None:
         return f"\n{model} has no query map to train.\n"
     shipped = query_map(model) if path.is_file() else None
