@@ -27,7 +27,9 @@ def test_settle_loads_every_view_freezes_it_and_spaces_collections_out(unfrozen:
 
     assert gc.get_freeze_count() == 0 and walked(sys.modules)
     frozen = settle()
-    assert frozen == gc.get_freeze_count() > 10_000
+    # a frozen object still goes when its last reference does (another thread's, say), so
+    # the count can only fall after settle() has reported it
+    assert frozen >= gc.get_freeze_count() > 10_000
     assert "memory_admin.dashboard.views.learnings" in sys.modules  # the URLconf imported the views
     assert not walked(sys.modules) and not walked(sys.modules["memory_admin.dashboard.views.learnings"].__dict__)
     assert gc.get_threshold() == GC_THRESHOLDS and GC_THRESHOLDS[0] > 700  # collections spaced out
