@@ -148,6 +148,20 @@ class QueryStringForm(forms.Form):
             )
         return cleaned
 
+    MORE_FILTERS: tuple[str, ...] = ()
+    """The filters a phone shows behind "More filters", so what they filter starts on its
+    first screen (the page's template folds them; a wider screen shows every one)."""
+
+    @property
+    def more_in_use(self) -> int:
+        """How many of :data:`MORE_FILTERS` the query string sets (what the summary counts)."""
+        return sum(1 for name in self.MORE_FILTERS if any(value.strip() for value in self.params.getlist(name)))
+
+    @property
+    def more_open(self) -> bool:
+        """Show the more filters open: one of them is set, or has an error to read."""
+        return bool(self.more_in_use) or any(name in self.errors for name in self.MORE_FILTERS)
+
 
 class BrowseForm(QueryStringForm):
     scope = ScopeField()
@@ -221,17 +235,6 @@ class BrowseForm(QueryStringForm):
         )
 
     MORE_FILTERS = ("kind", "tag", "key", "as_of", "invalidated", "expired")
-    """The filters a phone shows behind "More filters" (the search row stays in view)."""
-
-    @property
-    def more_in_use(self) -> int:
-        """How many of :data:`MORE_FILTERS` the query string sets (what the summary counts)."""
-        return sum(1 for name in self.MORE_FILTERS if any(value.strip() for value in self.params.getlist(name)))
-
-    @property
-    def more_open(self) -> bool:
-        """Show the more filters open: one of them is set, or has an error to read."""
-        return bool(self.more_in_use) or any(name in self.errors for name in self.MORE_FILTERS)
 
 
 class RecordForm(QueryStringForm):
@@ -352,6 +355,8 @@ class AuditLogForm(CursorForm):
     scope = ScopeField()
     since = utc_time_field("From (UTC)")
     until = utc_time_field("Until (UTC)")
+
+    MORE_FILTERS = ("actor", "action", "since", "until")
 
     @property
     def filtering(self) -> bool:
@@ -510,6 +515,8 @@ class InboxForm(QueryStringForm):
     primitive = _choice("Target", [(p, p) for p in PRIMITIVES], "every target")
     tier = _choice("Tier", [(t, t) for t in TIERS], "every tier")
     after = forms.CharField(required=False, max_length=MAX_CURSOR, widget=forms.HiddenInput)
+
+    MORE_FILTERS = ("agent", "state", "primitive", "tier")  # the state tabs stay in view
 
     def clean_agent(self) -> str | None:
         return clean_agent_text(self.cleaned_data.get("agent") or "")

@@ -271,6 +271,52 @@ def test_the_browser_s_results_start_on_a_phone_s_first_screen(phone: Page, page
     expect(page.get_by_label("As of (UTC)", exact=True)).to_be_visible()
 
 
+def test_the_learnings_inbox_and_the_audit_log_start_on_a_phone_s_first_screen(phone: Page, page: Page) -> None:
+    sign_in(phone, "ada")
+    phone.goto("/learnings/?scope=tenant%3Dacme")
+    first = phone.locator("table.learnings-table tbody tr").first
+    box = first.bounding_box()
+    assert box is not None and box["y"] + 60 < PHONE["height"], box  # a learning shows before any scrolling
+    expect(phone.get_by_label("Agent", exact=True)).to_be_hidden()  # folded under More filters
+    expect(phone.locator("nav.state-tabs")).to_be_visible()  # what State filters stays in view
+    proposals = phone.locator("details#proposals")
+    accept = proposals.get_by_role("button", name="Accept")
+    expect(accept.first).to_be_hidden()  # the gardening proposals fold under their heading
+    proposals.locator("summary").focus()  # a keyboard opens them
+    phone.keyboard.press("Enter")
+    expect(accept.first).to_be_visible()
+    more = phone.locator("details.more-filters")
+    more.locator("summary").click()
+    phone.get_by_label("Tier", exact=True).select_option("guarded")
+    phone.get_by_role("button", name="Show", exact=True).click()
+    phone.wait_for_url(re.compile(r"tier=guarded"))
+    expect(more).to_have_attribute("open", "")  # a filter in use stays in view
+    expect(more.locator("summary")).to_contain_text("1 in use")
+    expect(phone.locator("table.learnings-table tbody tr")).not_to_have_count(0)
+    for row in phone.locator("table.learnings-table tbody tr").all():
+        expect(row).to_contain_text("guarded")
+    assert layout_problems(phone) == []
+    phone.goto("/audit/")
+    expect(phone.get_by_label("Who", exact=True)).to_be_hidden()
+    expect(phone.get_by_label("Scope", exact=True)).to_be_visible()
+    filters = phone.locator("form.filters").bounding_box()
+    assert filters is not None and filters["height"] < 200, filters  # the scope and its button, one row
+    phone.locator("details.more-filters summary").click()
+    phone.get_by_label("From (UTC)", exact=True).fill("2026-13-45")
+    phone.get_by_role("button", name="Filter", exact=True).click()
+    expect(phone.locator("details.more-filters")).to_have_attribute("open", "")  # its error in view
+    expect(phone.get_by_label("From (UTC)", exact=True)).to_have_attribute("aria-invalid", "true")
+    assert layout_problems(phone) == []
+    # a laptop shows every filter and every proposal, nothing to unfold
+    sign_in(page, "ada")
+    page.goto("/learnings/?scope=tenant%3Dacme")
+    expect(page.get_by_label("Agent", exact=True)).to_be_visible()
+    expect(page.locator("details#proposals").get_by_role("button", name="Accept").first).to_be_visible()
+    page.goto("/audit/")
+    expect(page.get_by_label("Who", exact=True)).to_be_visible()
+    expect(page.locator("details.more-filters summary")).to_be_hidden()
+
+
 PAIRS = [
     # (page, the fields a phone shows side by side)
     ("/learnings/?scope=tenant%3Dacme", [("Target", "Tier")]),  # "pending review" needs State whole
@@ -284,6 +330,8 @@ def test_short_filters_sit_two_by_two_on_a_phone_and_read_whole(phone: Page) -> 
     for url, pairs in PAIRS:
         phone.goto(url)
         for left, right in pairs:
+            if not phone.get_by_label(left, exact=True).is_visible():
+                phone.locator("details.more-filters summary").click()  # folded on a phone
             one = phone.get_by_label(left, exact=True).bounding_box()
             two = phone.get_by_label(right, exact=True).bounding_box()
             assert one and two, (url, left)

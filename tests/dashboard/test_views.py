@@ -171,6 +171,26 @@ def test_more_filters_open_when_one_is_in_use_or_wrong(admin: Client) -> None:
     assert "1 in use" in body(response)
 
 
+@pytest.mark.parametrize(
+    ("path", "plain", "used", "count", "wrong"),
+    [
+        ("/learnings/", {"scope": "tenant=acme"}, {"agent": "support", "tier": "auto"}, 2, {"state": "nope"}),
+        ("/audit/", {}, {"actor": "ada", "action": "erase"}, 2, {"until": "2026-13-45"}),
+    ],
+    ids=["learnings", "audit"],
+)
+def test_the_inbox_and_the_audit_log_fold_their_more_filters_too(
+    admin: Client, path: str, plain: dict[str, str], used: dict[str, str], count: int, wrong: dict[str, str]
+) -> None:
+    folded = body(admin.get(path, plain))
+    assert '<details class="more-filters">' in folded and "in use" not in folded
+    assert '<details class="more-filters" open>' in body(admin.get(path, {**plain, **used}))
+    assert f"{count} in use" in body(admin.get(path, {**plain, **used}))
+    response = admin.get(path, {**plain, **wrong})
+    assert response.status_code == 400
+    assert '<details class="more-filters" open>' in body(response)  # the error is in view
+
+
 def test_as_of_shows_what_was_believed(admin: Client, demo_store: InMemoryMemoryStore) -> None:
     decaf = find(demo_store, "tenant=acme,user=dana", "decaf")
     moment = (decaf.created_at + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M")
