@@ -289,6 +289,8 @@ class RecallForm(QueryStringForm):
     )
     before = _cursor_field()
 
+    MORE_FILTERS = ("agent", "since", "until", "bucket")  # the range presets stay in view
+
     def clean_agent(self) -> str | None:
         return clean_agent_text(self.cleaned_data.get("agent") or "")
 

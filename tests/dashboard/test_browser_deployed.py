@@ -317,6 +317,21 @@ def test_the_learnings_inbox_and_the_audit_log_start_on_a_phone_s_first_screen(p
     expect(page.locator("details.more-filters summary")).to_be_hidden()
 
 
+def test_the_recall_page_s_figures_start_on_a_phone_s_first_screen(phone: Page) -> None:
+    sign_in(phone, "ada")
+    phone.goto("/recall/?scope=tenant%3Dacme")
+    cards = phone.locator("section.cards").bounding_box()
+    assert cards is not None and cards["y"] + 60 < PHONE["height"], cards  # the figures before any scrolling
+    expect(phone.get_by_label("Buckets", exact=True)).to_be_hidden()
+    expect(phone.locator("p.presets")).to_be_visible()  # a range is one tap away
+    phone.locator("details.more-filters summary").click()
+    phone.get_by_label("Buckets", exact=True).select_option("day")  # swaps the page in
+    phone.wait_for_url(re.compile(r"bucket=day"))
+    expect(phone.locator("details.more-filters")).to_have_attribute("open", "")
+    expect(phone.locator("details.more-filters summary")).to_contain_text("1 in use")
+    assert layout_problems(phone) == []
+
+
 PAIRS = [
     # (page, the fields a phone shows side by side)
     ("/learnings/?scope=tenant%3Dacme", [("Target", "Tier")]),  # "pending review" needs State whole

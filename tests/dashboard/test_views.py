@@ -176,10 +176,19 @@ def test_more_filters_open_when_one_is_in_use_or_wrong(admin: Client) -> None:
     [
         ("/learnings/", {"scope": "tenant=acme"}, {"agent": "support", "tier": "auto"}, 2, {"state": "nope"}),
         ("/audit/", {}, {"actor": "ada", "action": "erase"}, 2, {"until": "2026-13-45"}),
+        ("/recall/", {"scope": "tenant=acme"}, {"agent": "support", "bucket": "day"}, 2, {"bucket": "minute"}),
+        # a range the wrong way round: both ends are folded filters in use, so they show
+        (
+            "/learned/",
+            {"scope": "tenant=acme"},
+            {"since": "2026-01-05"},
+            1,
+            {"since": "2026-01-05", "until": "2026-01-04"},
+        ),
     ],
-    ids=["learnings", "audit"],
+    ids=["learnings", "audit", "recall", "learned"],
 )
-def test_the_inbox_and_the_audit_log_fold_their_more_filters_too(
+def test_the_inbox_audit_log_and_recall_pages_fold_their_more_filters_too(
     admin: Client, path: str, plain: dict[str, str], used: dict[str, str], count: int, wrong: dict[str, str]
 ) -> None:
     folded = body(admin.get(path, plain))
