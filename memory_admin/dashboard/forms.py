@@ -329,6 +329,8 @@ class PreviewForm(QueryStringForm):
         widget=forms.NumberInput(attrs={"placeholder": str(round(100 * DEFAULT_PROFILE_BUDGET_RATIO))}),
     )
 
+    MORE_FILTERS = ("agent", "budget", "profile")  # the scope and the message stay in view
+
     def clean_agent(self) -> str | None:
         return clean_agent_text(self.cleaned_data.get("agent") or "")
 

@@ -317,7 +317,7 @@ def test_the_learnings_inbox_and_the_audit_log_start_on_a_phone_s_first_screen(p
     expect(page.locator("details.more-filters summary")).to_be_hidden()
 
 
-def test_the_recall_page_s_figures_start_on_a_phone_s_first_screen(phone: Page) -> None:
+def test_the_recall_page_s_figures_and_a_preview_start_on_a_phone_s_first_screen(phone: Page) -> None:
     sign_in(phone, "ada")
     phone.goto("/recall/?scope=tenant%3Dacme")
     cards = phone.locator("section.cards").bounding_box()
@@ -329,6 +329,13 @@ def test_the_recall_page_s_figures_start_on_a_phone_s_first_screen(phone: Page) 
     phone.wait_for_url(re.compile(r"bucket=day"))
     expect(phone.locator("details.more-filters")).to_have_attribute("open", "")
     expect(phone.locator("details.more-filters summary")).to_contain_text("1 in use")
+    assert layout_problems(phone) == []
+    phone.goto("/recall/preview/?scope=tenant%3Dacme%2Cuser%3Ddana")
+    expect(phone.get_by_label("Budget (characters)", exact=True)).to_be_hidden()  # under More options
+    phone.get_by_label("First user message", exact=True).fill("Book me a flight to Berlin next week")
+    phone.get_by_role("button", name="Run the preview").click()
+    blocks = phone.locator("div.cards").first.bounding_box()
+    assert blocks is not None and blocks["y"] + 60 < PHONE["height"], blocks  # the preview's answer in view
     assert layout_problems(phone) == []
 
 

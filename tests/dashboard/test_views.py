@@ -185,8 +185,15 @@ def test_more_filters_open_when_one_is_in_use_or_wrong(admin: Client) -> None:
             1,
             {"since": "2026-01-05", "until": "2026-01-04"},
         ),
+        (
+            "/recall/preview/",
+            {"scope": "tenant=acme,user=dana", "message": "Book me a flight"},
+            {"budget": "1500", "profile": "20"},
+            2,
+            {"profile": "101"},
+        ),
     ],
-    ids=["learnings", "audit", "recall", "learned"],
+    ids=["learnings", "audit", "recall", "learned", "preview"],
 )
 def test_the_inbox_audit_log_and_recall_pages_fold_their_more_filters_too(
     admin: Client, path: str, plain: dict[str, str], used: dict[str, str], count: int, wrong: dict[str, str]
