@@ -141,6 +141,20 @@ def test_a_learning_page_and_its_fragment(curator: Client, demo_store: InMemoryM
     assert page_form(html)["pin"].startswith("{")
 
 
+@pytest.mark.parametrize(("which", "conflict"), [("pending", False), ("pickable", True)])
+def test_a_learning_page_jumps_to_each_of_its_parts(
+    curator: Client, demo_store: InMemoryMemoryStore, which: str, conflict: bool
+) -> None:
+    learning = learning_of(demo_store, PENDING if which == "pending" else PICKABLE)
+    html = curator.get(reverse("dashboard:learning", args=[learning.record_id])).content.decode()
+    jump = re.search(r'<p class="small jump">(.*?)</p>', html, re.S)
+    assert jump is not None
+    targets = re.findall(r'href="#([\w-]+)"', jump.group(1))
+    assert ("conflict" in targets) is conflict and "decide" in targets
+    for target in targets:
+        assert f'id="{target}"' in html, target  # every jump lands somewhere
+
+
 def test_approving_puts_it_in_the_prompt_with_an_audit_entry(curator: Client, demo_store: InMemoryMemoryStore) -> None:
     pending = learning_of(demo_store, PENDING)
     url = reverse("dashboard:learning", args=[pending.record_id])
