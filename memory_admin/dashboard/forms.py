@@ -555,6 +555,8 @@ class CompositionForm(QueryStringForm):
     as_of = utc_time_field("As of (UTC)")
     version = _version_field("Version")
 
+    MORE_FILTERS = ("as_of", "version")
+
 
 class CompositionDiffForm(QueryStringForm):
     """Two compositions of one scope compared: each side a moment (empty: now) and a

@@ -192,10 +192,17 @@ def test_more_filters_open_when_one_is_in_use_or_wrong(admin: Client) -> None:
             2,
             {"profile": "101"},
         ),
+        (
+            "/compositions/prompt/",
+            {"scope": "tenant=acme,agent=support"},
+            {"as_of": "2026-12-01", "version": "c21f0823eb65"},
+            2,
+            {"as_of": "2026-13-45"},
+        ),
     ],
-    ids=["learnings", "audit", "recall", "learned", "preview"],
+    ids=["learnings", "audit", "recall", "learned", "preview", "composition"],
 )
-def test_the_inbox_audit_log_and_recall_pages_fold_their_more_filters_too(
+def test_other_filter_forms_fold_their_more_filters_too(
     admin: Client, path: str, plain: dict[str, str], used: dict[str, str], count: int, wrong: dict[str, str]
 ) -> None:
     folded = body(admin.get(path, plain))
