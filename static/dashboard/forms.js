@@ -30,3 +30,17 @@
     if (more && wasOpen) more.open = true;
   });
 })();
+
+/* A box a phone folds under its heading (details.folds) is open on a wider screen, where
+ * the stylesheet shows it whole anyway: a screen reader then hears "expanded", as it is. */
+(function () {
+  "use strict";
+  var wide = window.matchMedia("(min-width: 48.0625rem)");
+  function unfold() {
+    if (!wide.matches) return;
+    document.querySelectorAll("details.folds:not([open])").forEach(function (box) { box.open = true; });
+  }
+  document.addEventListener("DOMContentLoaded", unfold);
+  document.addEventListener("htmx:afterSwap", unfold);
+  wide.addEventListener("change", unfold);
+})();

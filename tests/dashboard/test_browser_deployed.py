@@ -312,6 +312,7 @@ def test_the_learnings_inbox_and_the_audit_log_start_on_a_phone_s_first_screen(p
     page.goto("/learnings/?scope=tenant%3Dacme")
     expect(page.get_by_label("Agent", exact=True)).to_be_visible()
     expect(page.locator("details#proposals").get_by_role("button", name="Accept").first).to_be_visible()
+    expect(page.locator("details#proposals")).to_have_attribute("open", "")  # told expanded, as it shows
     page.goto("/audit/")
     expect(page.get_by_label("Who", exact=True)).to_be_visible()
     expect(page.locator("details.more-filters summary")).to_be_hidden()
