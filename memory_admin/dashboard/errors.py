@@ -54,7 +54,7 @@ def error_page(exc: Exception) -> ErrorPage | None:
             403,
             "Your account has no dashboard role yet",
             str(exc),
-            f"Ask a dashboard admin to give it one (for example: manage.py memory_user role {exc.username} viewer), "
+            f"Ask a dashboard admin to give it one (for example: memory-admin user role {exc.username} viewer), "
             "or, with single sign-on, the group that gives one.",
         )
     if isinstance(exc, PermissionDenied):

@@ -208,7 +208,7 @@ def test_an_account_without_a_role_gets_one_answer_on_every_page(
         response = getattr(client, method)(url, **(HTMX if htmx else {}))
         html = response.content.decode()
         assert response.status_code == 403, url
-        assert "has no dashboard role yet" in html and "memory_user role user1 viewer" in html, url
+        assert "has no dashboard role yet" in html and "memory-admin user role user1 viewer" in html, url
         assert "green tea" not in html and "Dana" not in html, url
     assert demo_store.get(record) is not None and demo_store.get(record).invalid_at is None  # type: ignore[union-attr]
 

@@ -44,7 +44,7 @@ class Command(BaseCommand):
         facets = store.scope_facets(values_per_key=20)
         tenants = next((f for f in facets if f.key == "tenant"), None)
         if tenants is None:
-            self.stdout.write("The store is empty. Import records with: manage.py memory_import FILE.jsonl")
+            self.stdout.write("The store is empty. Import records with: memory-admin import FILE.jsonl")
             return
         for value in tenants.values:
             counts = store.count_records({"tenant": value.value})
