@@ -254,6 +254,7 @@ class Setting:
     second_round: float = 0.0
     diversity: float = 0.0
     names: float = 0.0
+    length: float = 0.0
     named_time: float = 0.0
     query_map: Any = 0.0
     """0: the query as embedded; a ridge penalty: moved by the map fitted at it without
@@ -330,7 +331,7 @@ def _fused(
     named: NamedTime | None = None,
 ) -> list[Ranked]:
     hits = _fuse(keyword, semantic, setting, named)
-    if setting.second_round or setting.diversity or setting.names:
+    if setting.second_round or setting.diversity or setting.names or setting.length:
         hits = _multi_hop(asked, keyword, hits, setting, data)
     return hits
 
@@ -369,7 +370,9 @@ def _multi_hop(
       query's, and the semantic side searched again (pseudo-relevance feedback);
     * ``diversity``: the top ten picked one by one, each pick's score lowered by this much
       for every record already picked from its session;
-    * ``names``: a record gains this much for each name of the question it holds too.
+    * ``names``: a record gains this much for each name of the question it holds too;
+    * ``length``: a record gains this much times its length (the log of its characters,
+      z-scored among the hits): a prior for records that say more.
     """
     held = data.conversations[asked.question.conversation]
     score = {hit.id: hit.score for hit in hits}
@@ -384,6 +387,12 @@ def _multi_hop(
             held, vector / np.linalg.norm(vector), setting.depth, len(query), by_centre=True, own=asked.vector
         )
         return _fuse(keyword, again, setting, named_time(asked.question.text))
+    if setting.length:
+        np = numpy()
+        size = np.log([len(held.texts[hit.id]) + 1.0 for hit in hits])
+        size = (size - size.mean()) / (size.std() or 1.0)
+        lengthened = [score[hit.id] + setting.length * float(z) for hit, z in zip(hits, size, strict=True)]
+        return [hits[i] for i in sorted(range(len(hits)), key=lambda i: (-lengthened[i], i))]
     if setting.names:
         asked_names = _names(asked.question.text)
         if asked_names:
@@ -816,6 +825,7 @@ def run_folds(shapes: Shapes, stores: dict[str, StoreRun], *, quality: bool = Tr
         ("a second round, its query moved towards the first round's top three", "second_round", (0.0, 0.3, 0.6, 1.0)),
         ("diversity across sessions (the top ten picked one by one)", "diversity", (0.0, 0.1, 0.25, 0.5)),
         ("names in common with the question", "names", (0.0, 0.1, 0.2, 0.4)),
+        ("a prior for longer records (their z-scored log length)", "length", (0.0, 0.15, 0.3, 0.5)),
     ):
         settings = {v: _replace(base, **{fieldname: v}) for v in values}
         scored = score_settings(shapes, list(settings.values()))
@@ -1033,9 +1043,9 @@ def render(report: FoldReport) -> list[str]:
             lines.append(f"| {feature} | {cells} | {learned.weights[feature]:.4f} |")
     lines += [
         "",
-        "Ideas for questions whose evidence spans several sessions (multi-hop), each on top of hybrid search (0: off, "
-        "the baseline), its strength picked on four conversations and measured on the fifth; kept only if it wins "
-        "out of fold on both kinds of record:",
+        "Ideas on top of hybrid search — the first three for questions whose evidence spans several sessions "
+        "(multi-hop) — each at a strength (0: off, the baseline) picked on four conversations and measured on the "
+        "fifth; kept only if it wins out of fold on both kinds of record:",
         "",
         f"| idea | strengths | picked without {' / '.join(names)} | {by_kind} | "
         + " | ".join(f"{units}, multi-hop: out of fold (baseline)" for units in kinds)
