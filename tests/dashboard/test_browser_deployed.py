@@ -335,7 +335,11 @@ def test_the_recall_page_s_figures_and_a_preview_start_on_a_phone_s_first_screen
     expect(phone.get_by_label("Budget (characters)", exact=True)).to_be_hidden()  # under More options
     phone.get_by_label("First user message", exact=True).fill("Book me a flight to Berlin next week")
     phone.get_by_role("button", name="Run the preview").click()
-    blocks = phone.locator("div.cards").first.bounding_box()
+    # a scope alone is previewed already: measure the answer to this message, once swapped in
+    phone.wait_for_url(re.compile(r"message=Book"))
+    answer = phone.locator("div.cards").first
+    expect(answer).to_be_visible()
+    blocks = answer.bounding_box()
     assert blocks is not None and blocks["y"] + 60 < PHONE["height"], blocks  # the preview's answer in view
     assert layout_problems(phone) == []
 
