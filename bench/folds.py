@@ -199,13 +199,21 @@ def collect(
         held = conversations[question.conversation]
         query = loaded.query(question.conversation, question.text, 1000, "keyword")
         keyword = [
-            Candidate(hit.record.id, hit.score or 0.0, hit.terms, held.contexts[hit.record.id])
+            Candidate(
+                hit.record.id, hit.score or 0.0, hit.terms, held.contexts[hit.record.id], length=len(hit.record.content)
+            )
             for hit in loaded.store.search(query)
         ]
         with without_day_words():
             hits = plain.search(unday.query(question.conversation, question.text, 1000, "keyword"))
         keyword_without_day = [
-            Candidate(same[hit.record.id], hit.score or 0.0, hit.terms, held.contexts[same[hit.record.id]])
+            Candidate(
+                same[hit.record.id],
+                hit.score or 0.0,
+                hit.terms,
+                held.contexts[same[hit.record.id]],
+                length=len(hit.record.content),
+            )
             for hit in hits
         ]
         vector = np.asarray(embedder.embed_query(question.text), dtype=np.float32)
@@ -231,7 +239,13 @@ def _closest(
     listed = [held.blobs[key] for key in sorted(keys)]
     found = closest(vector, listed, dimensions, depth, held.centre if by_centre else None, by_centre=by_centre, own=own)
     return [
-        Candidate(held.ids[key], score, context=held.contexts[held.ids[key]], cosine=cosine)
+        Candidate(
+            held.ids[key],
+            score,
+            context=held.contexts[held.ids[key]],
+            cosine=cosine,
+            length=len(held.texts[held.ids[key]]),
+        )
         for key, cosine, score in found[:limit]
     ]
 
@@ -288,6 +302,7 @@ def store_setting(mode: str) -> Setting:
         depth=tuning.FUSION_CANDIDATES,
         floor=tuning.RELEVANCE_FLOOR,
         named_time=tuning.NAMED_TIME_WEIGHT,
+        length=tuning.LENGTH_WEIGHT if mode == "hybrid" else 0.0,
         query_map=store_map(),
     )
 
@@ -331,7 +346,7 @@ def _fused(
     named: NamedTime | None = None,
 ) -> list[Ranked]:
     hits = _fuse(keyword, semantic, setting, named)
-    if setting.second_round or setting.diversity or setting.names or setting.length:
+    if setting.second_round or setting.diversity or setting.names:
         hits = _multi_hop(asked, keyword, hits, setting, data)
     return hits
 
@@ -347,6 +362,7 @@ def _fuse(
         keyword_weight=setting.keyword_weight,
         context_weight=setting.lift,
         named_weight=setting.named_time,
+        length_weight=setting.length,
     )
 
 
@@ -370,9 +386,7 @@ def _multi_hop(
       query's, and the semantic side searched again (pseudo-relevance feedback);
     * ``diversity``: the top ten picked one by one, each pick's score lowered by this much
       for every record already picked from its session;
-    * ``names``: a record gains this much for each name of the question it holds too;
-    * ``length``: a record gains this much times its length (the log of its characters,
-      z-scored among the hits): a prior for records that say more.
+    * ``names``: a record gains this much for each name of the question it holds too.
     """
     held = data.conversations[asked.question.conversation]
     score = {hit.id: hit.score for hit in hits}
@@ -387,12 +401,6 @@ def _multi_hop(
             held, vector / np.linalg.norm(vector), setting.depth, len(query), by_centre=True, own=asked.vector
         )
         return _fuse(keyword, again, setting, named_time(asked.question.text))
-    if setting.length:
-        np = numpy()
-        size = np.log([len(held.texts[hit.id]) + 1.0 for hit in hits])
-        size = (size - size.mean()) / (size.std() or 1.0)
-        lengthened = [score[hit.id] + setting.length * float(z) for hit, z in zip(hits, size, strict=True)]
-        return [hits[i] for i in sorted(range(len(hits)), key=lambda i: (-lengthened[i], i))]
     if setting.names:
         asked_names = _names(asked.question.text)
         if asked_names:
@@ -701,6 +709,9 @@ def choices(*, mapped: bool = True) -> list[Choice]:
         Choice("the stated day among the keyword side's terms", "hybrid", "day", (False, True), False),
         Choice("the time the question names", "semantic", "named_time", (0.0, 0.1, 0.2, 0.4), 0.0),
         Choice("the time the question names", "hybrid", "named_time", (0.0, 0.5, 1.0, 2.0, 3.0), 0.0),
+        Choice(
+            "a prior for longer records (their z-scored log length)", "hybrid", "length", (0.0, 0.15, 0.3, 0.5), 0.0
+        ),
         *(
             Choice("the query map (its ridge penalty; 0: none)", mode, "query_map", (0.0, *MAP_PENALTIES), 0.0)
             for mode in (("semantic", "hybrid") if mapped else ())
@@ -825,7 +836,6 @@ def run_folds(shapes: Shapes, stores: dict[str, StoreRun], *, quality: bool = Tr
         ("a second round, its query moved towards the first round's top three", "second_round", (0.0, 0.3, 0.6, 1.0)),
         ("diversity across sessions (the top ten picked one by one)", "diversity", (0.0, 0.1, 0.25, 0.5)),
         ("names in common with the question", "names", (0.0, 0.1, 0.2, 0.4)),
-        ("a prior for longer records (their z-scored log length)", "length", (0.0, 0.15, 0.3, 0.5)),
     ):
         settings = {v: _replace(base, **{fieldname: v}) for v in values}
         scored = score_settings(shapes, list(settings.values()))
@@ -882,7 +892,12 @@ def _setting(setting: Setting) -> str:
         f"query map {_value(setting.query_map) if setting.query_map else 'none'}",
     ]
     if setting.mode == "hybrid":
-        parts = [f"keyword weight {_value(setting.keyword_weight)}", *parts, f"stated day {_value(setting.day)}"]
+        parts = [
+            f"keyword weight {_value(setting.keyword_weight)}",
+            *parts,
+            f"stated day {_value(setting.day)}",
+            f"length prior {_value(setting.length)}",
+        ]
     return ", ".join(parts)
 
 
@@ -1043,9 +1058,9 @@ def render(report: FoldReport) -> list[str]:
             lines.append(f"| {feature} | {cells} | {learned.weights[feature]:.4f} |")
     lines += [
         "",
-        "Ideas on top of hybrid search — the first three for questions whose evidence spans several sessions "
-        "(multi-hop) — each at a strength (0: off, the baseline) picked on four conversations and measured on the "
-        "fifth; kept only if it wins out of fold on both kinds of record:",
+        "What was tried for questions whose evidence spans several sessions (multi-hop), on top of hybrid search "
+        "— each at a strength (0: off, the baseline) picked on four conversations and measured on the fifth; kept "
+        "only if it wins out of fold on both kinds of record:",
         "",
         f"| idea | strengths | picked without {' / '.join(names)} | {by_kind} | "
         + " | ".join(f"{units}, multi-hop: out of fold (baseline)" for units in kinds)

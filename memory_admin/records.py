@@ -451,6 +451,9 @@ class MemoryHit(_Model):
     """A semantic or hybrid hit's lift from when it was stated: a share of the best score
     among the candidates stated in its scope on its day, plus the lift for being stated
     on a day (or in a month) the query names (``None`` in keyword and quality search)."""
+    length_score: float | None = None
+    """A hybrid hit's lift (or drop, when it is shorter than most) for how much it says:
+    a prior for records that say more (``None`` in every other mode)."""
     terms: dict[str, float] | None = None
     """A keyword match's query terms the record holds, each with its part of the BM25
     score (the parts add up to it): why it ranked where it did."""

@@ -111,27 +111,11 @@ def test_every_tuned_choice_is_measured_out_of_fold(dataset: Path, capsys: pytes
     for units in ("observations", "turns"):
         assert f"{units}: keyword 3 of 3, semantic 3 of 3, hybrid 3 of 3, quality 3 of 3" in agreed
     choices = [line for line in section.splitlines() if line.startswith(("| keyword |", "| semantic |", "| hybrid |"))]
-    assert len(choices) == 3 + 11 + 2, "each mode's choices together, each choice alone, the floor of two searches"
+    assert len(choices) == 3 + 12 + 2, "each mode's choices together, each choice alone, the floor of two searches"
     assert section.count("Semantic search against the plain cosine:") == 2
     assert "| quality, out of fold" not in section and "| observations: quality, out of fold |" in section
     assert "QUALITY_WEIGHTS: dict[str, float] = {" in out
-    assert "| a prior for longer records (their z-scored log length) | 0, 0.15, 0.3, 0.5 |" in section
-
-
-def test_the_length_prior_lifts_the_record_that_says_more() -> None:
-    pytest.importorskip("numpy", reason=needs_extra("semantic"))
-    from bench.folds import Asked, Collected, Conversation, Setting, _multi_hop
-    from bench.locomo import Question
-    from memory_admin.store.vectors import Ranked
-
-    texts = {"short": "Yes!", "long": "Melanie signed up for a pottery class at the community centre in May."}
-    held = Conversation(list(texts), {k: frozenset() for k in texts}, {k: None for k in texts}, texts, [], None, None)
-    question = Question("c", "What does Melanie do?", 1, frozenset({"D1:1"}))
-    asked = Asked(question, 4, None, [], [], {})
-    data = Collected({"c": held}, [asked], [])
-    hits = [Ranked("short", 1.0), Ranked("long", 0.9)]  # the short one a little ahead
-    assert [h.id for h in _multi_hop(asked, [], hits, Setting("hybrid", length=0.0), data)] == ["short", "long"]
-    assert [h.id for h in _multi_hop(asked, [], hits, Setting("hybrid", length=0.3), data)] == ["long", "short"]
+    assert "| hybrid | a prior for longer records (their z-scored log length) | 0, 0.15, 0.3, 0.5 | 0 |" in section
 
 
 def test_a_second_run_takes_the_dataset_s_vectors_from_the_cache(dataset: Path, tmp_path: Path) -> None:

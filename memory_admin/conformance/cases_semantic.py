@@ -8,6 +8,7 @@ model's quality (``tests/embed`` and the LoCoMo benchmark measure that).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -140,6 +141,31 @@ class SemanticCases(ConformanceBase):
         assert next(iter(scores(f"garden notes in {named:%B} {named.year}"))) == roses, "what was stated that month"
         unnamed = "garden notes about roses"
         assert scores(unnamed)[roses].context_score == scores(unnamed, 0.0)[roses].context_score, "no time, no lift"
+
+    def test_a_fusion_weighs_how_much_a_record_says(
+        self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        said = [
+            "garden",
+            "garden notes: the café's roses — ☕ and 🌹 by the gate",  # characters, not bytes
+            "garden notes about the roses by the gate, the tulips along the fence and the shed",
+        ]
+        estore.write([rec(text) for text in said])
+        query = {"scope": U1, "query": "garden", "relevance": "rank"}
+        sizes = [math.log1p(len(text)) for text in said]
+        mean = sum(sizes) / len(sizes)
+        spread = math.sqrt(sum((s - mean) ** 2 for s in sizes) / len(sizes))
+        monkeypatch.setattr(tuning, "LENGTH_WEIGHT", 10.0)
+        hits = {hit.record.content: hit for hit in estore.search(query)}
+        assert list(hits) == said[::-1], "the longest first, at a weight that outweighs the match"
+        for text, size in zip(said, sizes, strict=True):
+            assert hits[text].length_score == pytest.approx(10.0 * (size - mean) / spread, abs=1e-5)
+        monkeypatch.setattr(tuning, "LENGTH_WEIGHT", 0.0)
+        assert all(hit.length_score is None for hit in estore.search(query)), "off: no part of the score"
+        monkeypatch.setattr(tuning, "QUALITY_WEIGHTS", {"length": 1.0})
+        assert contents(estore.search({**query, "mode": "quality"})) == said[::-1], "a quality feature too"
+        monkeypatch.setattr(tuning, "QUALITY_WEIGHTS", {"length": -1.0})
+        assert contents(estore.search({**query, "mode": "quality"})) == said
 
     def test_quality_weighs_the_time_a_question_names(
         self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch

@@ -109,6 +109,21 @@ def context_lift(scores: Sequence[float], contexts: Sequence[Hashable | None], w
     return [weight * best[where] if where is not None else 0.0 for where in contexts]
 
 
+def length_prior(lengths: Sequence[int | None], weight: float) -> list[float]:
+    """What each candidate gains (or loses) for how much it says: ``weight`` times the
+    z-score of the log of its length (characters, plus one) among the candidates whose
+    length is known; 0 for one whose length is not, and for all when they are one length.
+
+    A prior, not a match: BM25 normalises length away and a short text's embedding sits
+    close to almost anything, so a record of a few words ("ok, thanks!") reaches the top
+    of a search more often than it answers one."""
+    if not weight:
+        return [0.0] * len(lengths)
+    known = [math.log1p(n) for n in lengths if n is not None]
+    z = iter(_standardise(known, "zscore"))
+    return [weight * next(z) if n is not None else 0.0 for n in lengths]
+
+
 def rrf_fusion(
     keyword: Sequence[K],
     semantic: Sequence[K],
@@ -126,4 +141,4 @@ def rrf_fusion(
     return order if limit is None else order[:limit]
 
 
-__all__ = ["RRF_K", "FusedHit", "context_lift", "rrf_fusion", "zscore_fusion"]
+__all__ = ["RRF_K", "FusedHit", "context_lift", "length_prior", "rrf_fusion", "zscore_fusion"]

@@ -68,10 +68,16 @@ CONTENT_REASONS = frozenset({"outranked", "no_match", "no_match_older"})
 """Reasons read off a record's words: never given for a record outside the reader's grants."""
 UNREAD_SCAN = 500  # records read under each of a recall's scopes to find the ones it never took
 HIDDEN_ENTRY = "- [a memory from a scope outside your grants: hidden here, {chars} characters in the real block]\n"
-SCORE_PARTS = (("keyword", "keyword_score"), ("semantic", "semantic_score"), ("context", "context_score"))
+SCORE_PARTS = (
+    ("keyword", "keyword_score"),
+    ("semantic", "semantic_score"),
+    ("context", "context_score"),
+    ("length", "length_score"),
+)
 """Contributions to a hit's score a store may report beside ``score`` (hybrid search:
-shared words, closeness in meaning, the lift of what was stated with it), by the name
-shown and the hit's attribute; shown when present, never required."""
+shared words, closeness in meaning, the lift of what was stated with it, the prior for
+how much it says), by the name shown and the hit's attribute; shown when present, never
+required."""
 COMMON_WORDS = frozenset(
     tokenize(
         "a an the and or but of to in on at by for from with about as is are was were be been being am do does "

@@ -262,7 +262,12 @@ class _Session:
 
     def keyword_candidates(self, plan: SearchPlan, limit: int) -> Steps[Statement, list[Candidate]]:
         hits, _ = self._store._list(replace(plan, limit=limit, cursor=None))
-        return no_statements([Candidate(h.record.id, h.score or 0.0, h.terms, _context(h.record)) for h in hits])
+        return no_statements(
+            [
+                Candidate(h.record.id, h.score or 0.0, h.terms, _context(h.record), length=len(h.record.content))
+                for h in hits
+            ]
+        )
 
     def count(self, plan: SearchPlan) -> Steps[Statement, ScopeCounts]:
         promoted = self._store._promoted_ids(plan)
@@ -382,7 +387,10 @@ class _Session:
         rows = [(record_id, blob) for record_id in admitted if (blob := self._vector(record_id)) is not None]
         found = closest(plan.vector, rows, space.dimensions, limit, mean, by_centre=plan.by_centre, own=plan.own)
         return no_statements(
-            [Candidate(i, score, context=_context(admitted[i]), cosine=cosine) for i, cosine, score in found]
+            [
+                Candidate(i, score, context=_context(admitted[i]), cosine=cosine, length=len(admitted[i].content))
+                for i, cosine, score in found
+            ]
         )
 
     def unembedded(self, limit: int) -> Steps[Statement, list[MemoryRecord]]:

@@ -130,6 +130,9 @@ class Candidate:
     """A semantic candidate's plain cosine similarity to the query (its ``score`` is the
     one its side ranked by: the cosine measured from the searched records' centre, for a
     fusion; see :attr:`SearchPlan.by_centre`)."""
+    length: int | None = None
+    """How many characters the record's content holds (what a fusion's
+    :func:`~memory_admin.embed.fusion.length_prior` reads); ``None`` when the side did not say."""
 
 
 def context(scope: Hashable, stated: datetime) -> Hashable:

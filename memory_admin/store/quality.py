@@ -22,6 +22,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 
 from memory_admin import tuning
+from memory_admin.embed.fusion import length_prior
 from memory_admin.store.named_time import NamedTime
 from memory_admin.store.plan import Candidate, context_day
 from memory_admin.store.vectors import Ranked, named_lift
@@ -44,6 +45,7 @@ FEATURES: tuple[str, ...] = (
     "agreement",
     "context_keyword",
     "context_semantic",
+    "length",
 )
 """What the ranker sees of a candidate, over the query's candidates (the union of both sides):
 
@@ -66,7 +68,9 @@ FEATURES: tuple[str, ...] = (
 * ``agreement`` — ``keyword_z`` times ``centred_z``: high when both sides rank it well,
   negative when one side likes what the other does not;
 * ``context_keyword``, ``context_semantic`` — the best ``keyword_z`` and the best
-  ``centred_z`` among the candidates stated in its context, each on its own.
+  ``centred_z`` among the candidates stated in its context, each on its own;
+* ``length`` — the log of its length in characters as a z-score
+  (:func:`~memory_admin.embed.fusion.length_prior` at weight 1; 0 when unknown).
 """
 
 
@@ -122,6 +126,8 @@ def features(
     newest, span = (max(known), max(1, max(known) - min(known))) if known else (0, 1)
     length = query_terms / 10
     at = named_lift(contexts, named, 1.0)
+    lengths: dict[str, int] = {c.id: c.length for c in (*semantic, *keyword) if c.length is not None}
+    prior = length_prior([lengths.get(i) for i in ids], 1.0)
     rows = []
     for n, record_id in enumerate(ids):
         found = by_keyword.get(record_id)
@@ -147,6 +153,7 @@ def features(
                 keyword_z[n] * centred_z[n],
                 best_keyword_in[contexts[n]] if contexts[n] is not None else keyword_z[n],
                 best_semantic_in[contexts[n]] if contexts[n] is not None else centred_z[n],
+                prior[n],
             ]
         )
     return ids, rows

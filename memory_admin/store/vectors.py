@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from memory_admin import tuning
-from memory_admin.embed.fusion import context_lift, zscore_fusion
+from memory_admin.embed.fusion import context_lift, length_prior, zscore_fusion
 from memory_admin.embed.protocol import Vector, numpy
 from memory_admin.embed.quantize import int8_cosines, scaled_sum, stack_blobs
 from memory_admin.records import MemoryHit, MemoryRecord, MemoryWriteInput
@@ -194,6 +194,7 @@ class Ranked:
     semantic_score: float | None = None
     terms: dict[str, float] | None = None
     context_score: float | None = None
+    length_score: float | None = None
 
     def hit(self, record: MemoryRecord) -> MemoryHit:
         return MemoryHit(
@@ -202,6 +203,7 @@ class Ranked:
             keyword_score=self.keyword_score,
             semantic_score=self.semantic_score,
             context_score=self.context_score,
+            length_score=self.length_score,
             terms=self.terms,
         )
 
@@ -266,17 +268,20 @@ def fuse(
     keyword_weight: float | None = None,
     context_weight: float | None = None,
     named_weight: float | None = None,
+    length_weight: float | None = None,
 ) -> list[Ranked]:
     """Both sides' candidates in one order (:func:`~memory_admin.embed.fusion.zscore_fusion`
     of BM25 and the centred cosine, BM25 weighted :data:`~memory_admin.tuning.KEYWORD_WEIGHT`,
-    each lifted by its context's best: :data:`~memory_admin.tuning.CONTEXT_WEIGHT`, and by
+    each lifted by its context's best: :data:`~memory_admin.tuning.CONTEXT_WEIGHT`, by
     :data:`~memory_admin.tuning.NAMED_TIME_WEIGHT` when it was stated at the time the
-    query names), each carrying its keyword score (and matched terms) and its cosine
-    beside the fused one. A weight given here stands in for its tuned value (what the
-    out-of-fold bench tries)."""
+    query names, and by :data:`~memory_admin.tuning.LENGTH_WEIGHT` of its length's
+    z-score, :func:`~memory_admin.embed.fusion.length_prior`), each carrying its keyword
+    score (and matched terms), its cosine and its lifts beside the fused one. A weight
+    given here stands in for its tuned value (what the out-of-fold bench tries)."""
     terms = {c.id: c.terms for c in keyword}
     cosines = {c.id: c.cosine for c in semantic}
     contexts = {c.id: c.context for c in (*semantic, *keyword) if c.context is not None}
+    lengths = {c.id: c.length for c in (*semantic, *keyword) if c.length is not None}
     fused = zscore_fusion(
         {c.id: c.score for c in keyword},
         {c.id: c.score for c in semantic},
@@ -286,18 +291,21 @@ def fuse(
     )
     weight = tuning.NAMED_TIME_WEIGHT if named_weight is None else named_weight
     at = named_lift([contexts.get(hit.key) for hit in fused], named, weight)
+    weight = tuning.LENGTH_WEIGHT if length_weight is None else length_weight
+    prior = length_prior([lengths.get(hit.key) for hit in fused], weight)
     ranked = [
         Ranked(
             hit.key,
-            round(hit.score + lift, 6),
+            round(hit.score + lift + more, 6),
             hit.keyword_raw,
             cosines.get(hit.key),
             terms.get(hit.key),
             round(hit.context + lift, 6),
+            round(more, 6) if weight else None,
         )
-        for hit, lift in zip(fused, at, strict=True)
+        for hit, lift, more in zip(fused, at, prior, strict=True)
     ]
-    return _ordered(ranked) if named is not None else ranked
+    return _ordered(ranked) if named is not None or weight else ranked
 
 
 __all__ = [

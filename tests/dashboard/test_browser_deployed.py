@@ -180,10 +180,13 @@ def test_a_search_returns_what_matches_and_says_how_many(page: Page, site: Deplo
         page.goto(f"/?{DANA}&q={query.replace(' ', '+')}&mode={mode}")
         count = listed(page)
         assert 0 < count < live, f"{query!r} ({mode}) lists {count} of {live}: the whole scope"
-        for cell in page.locator("section.results td.match").all_inner_texts():
+        cells = page.locator("section.results td.match").all_inner_texts()
+        for cell in cells:
             words = re.search(r"words ([\d.]+|–)", cell)
             meaning = re.search(r"meaning (-?[\d.]+)", cell)
             assert (words and words.group(1) != "–") or (meaning and float(meaning.group(1)) >= floor), cell
+        if mode == "hybrid" and count > 1:  # a fusion weighs how much each record says
+            assert any(re.search(r"length -?\d+\.\d\d", cell) for cell in cells), cells
         with page.expect_download() as download:
             page.locator("p.exports").get_by_role("link", name="CSV").click()
         rows = Path(download.value.path()).read_text().strip().splitlines()

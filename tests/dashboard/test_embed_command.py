@@ -45,6 +45,10 @@ def test_embed_gives_every_record_a_vector_and_resumes(url: str) -> None:
     assert "Vectors: 6 of 6 records, by hashing-v1:256" in run("memory_stats", "--store", url)
     found = run("memory_search", U1_TEXT, "weekends", "--store", url, "--mode", "semantic", "--limit", "1")
     assert "gardening every weekend" in found and "semantic=" in found and "keyword=-" in found
+    lines = run("memory_search", U1_TEXT, "garden", "--store", url, "--mode", "hybrid", "--limit", "6").splitlines()
+    said = {content.strip(): header for header, content in zip(lines[::2], lines[1::2], strict=True)}
+    assert "length=+" in said["gardening every weekend"], "the longest record gains"
+    assert "length=-" in said["garden note 0"], "the shorter ones lose"
 
 
 U1_TEXT = ",".join(f"{k}={v}" for k, v in U1.items())

@@ -222,6 +222,7 @@ class PostgresSearch:
                 score,
                 _parts(row, plan, search),
                 context(row["scope_id"], POSTGRES.from_db_time(row["observed_at"] or row["created_at"])),
+                length=len(row["content"]),
             )
             for score, seq in shown
             if (row := search.records[seq]) is not None

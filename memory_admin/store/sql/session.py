@@ -358,6 +358,7 @@ class SqlSession(SqlLearnings, ABC):
                 score,
                 context=context(ids[key][1], d.from_db_time(ids[key][2])),
                 cosine=cosine,
+                length=ids[key][3],
             )
             for key, cosine, score in found[:limit]
         ]
@@ -436,20 +437,23 @@ class SqlSession(SqlLearnings, ABC):
 
     def _passing(
         self, keys: Sequence[int], filters: str, params: Sequence[Any]
-    ) -> Steps[Statement, dict[int, tuple[Any, int, Any]]]:
+    ) -> Steps[Statement, dict[int, tuple[Any, int, Any, int]]]:
         """Which of these records the plan's scope and every other filter admit, each key
-        with its record's stored id, scope id and when it was stated."""
+        with its record's stored id, scope id, when it was stated and its content's length
+        in characters."""
         if not keys:
             return {}
         d = self.dialect
         among, among_params = d.one_of(f"r.{d.key}", keys)
         rows = yield Statement(
-            f"SELECT r.{d.key}, r.id, r.scope_id, coalesce(r.observed_at, r.created_at) FROM memory_records r "
-            f"WHERE {among} AND {filters}",
+            f"SELECT r.{d.key}, r.id, r.scope_id, coalesce(r.observed_at, r.created_at), length(r.content) "
+            f"FROM memory_records r WHERE {among} AND {filters}",
             [*among_params, *params],
             raw=True,
         )
-        return {int(key): (stored_id, int(scope_id), stated) for key, stored_id, scope_id, stated in rows}
+        return {
+            int(key): (stored_id, int(scope_id), stated, int(size)) for key, stored_id, scope_id, stated, size in rows
+        }
 
 
 __all__ = ["EVENTS_DROPPED", "EVENTS_WITHHELD", "VECTOR_SPACE", "SqlSession"]

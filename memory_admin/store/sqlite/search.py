@@ -194,6 +194,7 @@ class _Held(NamedTuple):
     parts: dict[str, float]
     scope_id: int
     stated: int
+    length: int
 
 
 class Search:
@@ -342,7 +343,11 @@ class Search:
         for hit in ranked[:limit]:
             found_out = held[hit.key]
             where = context(found_out.scope_id, self.d.from_db_time(found_out.stated))
-            candidates.append(Candidate(self.d.id_text(found_out.stored_id), hit.score, found_out.parts, where))
+            candidates.append(
+                Candidate(
+                    self.d.id_text(found_out.stored_id), hit.score, found_out.parts, where, length=found_out.length
+                )
+            )
         return candidates
 
     def _rank(
@@ -395,7 +400,7 @@ class Search:
                 parts = ranking.token_contributions(tokens, average, weights)
                 if matched or parts:  # every weight is positive: no part means no query word
                     candidates.add(rid, sum(parts.values()), created)
-                    held[rid] = _Held(stored_id, parts, scope_id, stated)
+                    held[rid] = _Held(stored_id, parts, scope_id, stated, len(content))
                     added += 1
             return added
 

@@ -58,6 +58,8 @@ class Command(BaseCommand):
                 parts.append(f"semantic={hit.semantic_score:.3f}" if hit.semantic_score is not None else "semantic=-")
                 if hit.context_score:
                     parts.append(f"context=+{hit.context_score:.3f}")
+                if hit.length_score:
+                    parts.append(f"length={hit.length_score:+.3f}")
                 score += f" ({' '.join(parts)})"
             scope = ",".join(f"{k}={v}" for k, v in record.scope.items())
             self.stdout.write(f"{record.id}  {record.created_at:%Y-%m-%d}  {record.kind:<10} {scope}{score}{state}")
