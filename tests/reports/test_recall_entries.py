@@ -113,17 +113,15 @@ def test_an_event_explains_ranks_without_scores(demo_store: InMemoryMemoryStore)
 
 
 def test_score_parts_are_shown_when_a_store_reports_them() -> None:
-    class HybridHit(MemoryHit):  # a hit as a hybrid search gives it
-        keyword_score: float | None = None
-        semantic_score: float | None = None
-
     store = InMemoryMemoryStore()
     [record] = store.write([{"scope": USER, "kind": "fact", "content": "Berlin", "provenance": {"source": "t"}}])
     assert score_parts(MemoryHit(record=record, score=1.0)) == ()
-    assert score_parts(HybridHit(record=record, score=1.0, keyword_score=0.7, semantic_score=0.3)) == (
+    assert score_parts(MemoryHit(record=record, score=1.0, keyword_score=0.7, semantic_score=0.3)) == (
         ("keyword", 0.7),
         ("semantic", 0.3),
     )
+    hybrid = MemoryHit(record=record, score=1.0, keyword_score=0.7, context_score=0.2, length_score=-0.1)
+    assert score_parts(hybrid) == (("keyword", 0.7), ("context", 0.2), ("length", -0.1)), "a drop is a part too"
     store.close()
 
 
