@@ -126,8 +126,8 @@ def features(
     newest, span = (max(known), max(1, max(known) - min(known))) if known else (0, 1)
     length = query_terms / 10
     at = named_lift(contexts, named, 1.0)
-    lengths: dict[str, int] = {c.id: c.length for c in (*semantic, *keyword) if c.length is not None}
-    prior = length_prior([lengths.get(i) for i in ids], 1.0)
+    characters: dict[str, int] = {c.id: c.length for c in (*semantic, *keyword) if c.length is not None}
+    says = length_prior([characters.get(i) for i in ids], 1.0)
     rows = []
     for n, record_id in enumerate(ids):
         found = by_keyword.get(record_id)
@@ -153,7 +153,7 @@ def features(
                 keyword_z[n] * centred_z[n],
                 best_keyword_in[contexts[n]] if contexts[n] is not None else keyword_z[n],
                 best_semantic_in[contexts[n]] if contexts[n] is not None else centred_z[n],
-                prior[n],
+                says[n],
             ]
         )
     return ids, rows

@@ -289,10 +289,10 @@ def fuse(
         context_weight=tuning.CONTEXT_WEIGHT if context_weight is None else context_weight,
         contexts=contexts,
     )
-    weight = tuning.NAMED_TIME_WEIGHT if named_weight is None else named_weight
-    at = named_lift([contexts.get(hit.key) for hit in fused], named, weight)
-    weight = tuning.LENGTH_WEIGHT if length_weight is None else length_weight
-    prior = length_prior([lengths.get(hit.key) for hit in fused], weight)
+    when = tuning.NAMED_TIME_WEIGHT if named_weight is None else named_weight
+    at = named_lift([contexts.get(hit.key) for hit in fused], named, when)
+    says = tuning.LENGTH_WEIGHT if length_weight is None else length_weight
+    prior = length_prior([lengths.get(hit.key) for hit in fused], says)
     ranked = [
         Ranked(
             hit.key,
@@ -301,11 +301,12 @@ def fuse(
             cosines.get(hit.key),
             terms.get(hit.key),
             round(hit.context + lift, 6),
-            round(more, 6) if weight else None,
+            round(more, 6) if says else None,
         )
         for hit, lift, more in zip(fused, at, prior, strict=True)
     ]
-    return _ordered(ranked) if named is not None or weight else ranked
+    # the fusion's order stands until a lift or the prior moves a score
+    return _ordered(ranked) if named is not None or says else ranked
 
 
 __all__ = [
