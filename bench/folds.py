@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memory_admin import tuning
-from memory_admin.embed.fusion import context_lift, rrf_fusion
+from memory_admin.embed.fusion import rrf_fusion
 from memory_admin.embed.protocol import numpy
 from memory_admin.embed.quantize import dequantize_int8, stack_blobs, to_blobs
 from memory_admin.embed.query_map import map_query, query_map
@@ -60,11 +60,11 @@ from memory_admin.store.quality import rank as quality_rank
 from memory_admin.store.vectors import (
     Ranked,
     ScopeVectors,
+    by_meaning,
     centre,
     centre_keys,
     closest,
     fuse,
-    named_lift,
     relevant,
     shortlist,
 )
@@ -293,6 +293,7 @@ def store_setting(mode: str) -> Setting:
             depth=tuning.SEMANTIC_CANDIDATES,
             floor=tuning.RELEVANCE_FLOOR,
             named_time=tuning.SEMANTIC_NAMED_TIME_WEIGHT,
+            length=tuning.SEMANTIC_LENGTH_WEIGHT,
             query_map=store_map(),
         )
     return Setting(
@@ -315,15 +316,9 @@ def ranked(asked: Asked, setting: Setting, data: Collected, weights: dict[str, f
     semantic = asked.closest(setting.query_map)[setting.centring, setting.depth]
     named = named_time(asked.question.text)
     if setting.mode == "semantic":
-        scores = [c.score for c in semantic]
-        contexts = [c.context for c in semantic]
-        lifts = context_lift(scores, contexts, setting.lift)
-        at = named_lift(contexts, named, setting.named_time)
-        hits = [
-            Ranked(c.id, score + lift + when, semantic_score=c.cosine)
-            for c, score, lift, when in zip(semantic, scores, lifts, at, strict=True)
-        ]
-        hits = [hits[i] for i in sorted(range(len(hits)), key=lambda i: (-hits[i].score, i))]
+        hits = by_meaning(
+            semantic, named, context_weight=setting.lift, named_weight=setting.named_time, length_weight=setting.length
+        )
     elif setting.mode == "quality":
         hits = quality_rank(keyword[: setting.depth], semantic, asked.terms, weights, named)
     elif setting.fusion == "rrf":
@@ -695,6 +690,10 @@ class Choice:
     baseline: Any
 
 
+SEMANTIC_LENGTHS = (0.0, 0.02, 0.03, 0.05)
+"""The semantic length prior's weights: on a cosine's scale, about a tenth of a fused z-score's."""
+
+
 def choices(*, mapped: bool = True) -> list[Choice]:
     lifts = (0.0, 0.1, 0.2, 0.3, 0.4)
     return [
@@ -709,6 +708,7 @@ def choices(*, mapped: bool = True) -> list[Choice]:
         Choice("the stated day among the keyword side's terms", "hybrid", "day", (False, True), False),
         Choice("the time the question names", "semantic", "named_time", (0.0, 0.1, 0.2, 0.4), 0.0),
         Choice("the time the question names", "hybrid", "named_time", (0.0, 0.5, 1.0, 2.0, 3.0), 0.0),
+        Choice("a prior for longer records (their z-scored log length)", "semantic", "length", SEMANTIC_LENGTHS, 0.0),
         Choice(
             "a prior for longer records (their z-scored log length)", "hybrid", "length", (0.0, 0.15, 0.3, 0.5), 0.0
         ),

@@ -87,6 +87,9 @@ LENGTH_WEIGHT = 0.3
 length among the candidates (:func:`~memory_admin.embed.fusion.length_prior`): records
 that say more answer more questions, and a few words' embedding sits close to anything.
 Picked out of fold (0.3 on four of the five folds, 0.5 on the fifth); 0 turns it off."""
+SEMANTIC_LENGTH_WEIGHT = 0.03
+"""The same over a semantic search's cosines (a cosine's spread among the candidates is
+about a tenth of a z-score's, hence the smaller weight)."""
 
 # --- the query map (memory_admin.embed.query_map) -------------------------------------------
 

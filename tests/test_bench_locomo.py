@@ -111,7 +111,7 @@ def test_every_tuned_choice_is_measured_out_of_fold(dataset: Path, capsys: pytes
     for units in ("observations", "turns"):
         assert f"{units}: keyword 3 of 3, semantic 3 of 3, hybrid 3 of 3, quality 3 of 3" in agreed
     choices = [line for line in section.splitlines() if line.startswith(("| keyword |", "| semantic |", "| hybrid |"))]
-    assert len(choices) == 3 + 12 + 2, "each mode's choices together, each choice alone, the floor of two searches"
+    assert len(choices) == 3 + 13 + 2, "each mode's choices together, each choice alone, the floor of two searches"
     assert section.count("Semantic search against the plain cosine:") == 2
     assert "| quality, out of fold" not in section and "| observations: quality, out of fold |" in section
     assert "QUALITY_WEIGHTS: dict[str, float] = {" in out

@@ -73,8 +73,10 @@ class SemanticCases(ConformanceBase):
         found = estore.search({"scope": U1, "query": "gard", "mode": "semantic", "limit": 1})
         assert contents(found) == ["gardening every weekend"], "trigram pieces bring it closest"
         assert found[0].keyword_score is None and found[0].semantic_score is not None
-        assert found[0].context_score is not None, "the score is the cosine and its context's lift"
-        assert found[0].score == pytest.approx(found[0].semantic_score + found[0].context_score, abs=1e-5)
+        assert found[0].context_score is not None, "the score is the cosine, its context's lift and its length's"
+        assert found[0].length_score is not None
+        parts = found[0].semantic_score + found[0].context_score + found[0].length_score
+        assert found[0].score == pytest.approx(parts, abs=1e-5)
 
     def test_hybrid_lifts_what_was_stated_with_its_best_match(self, estore: FullMemoryStore) -> None:
         trip, other_day = timedelta(days=-3), timedelta(days=-9)
@@ -136,14 +138,16 @@ class SemanticCases(ConformanceBase):
             assert lifted[tulips].context_score == plain[tulips].context_score, "stated on another day"
             assert next(iter(lifted)) == roses
             if mode == "semantic":
-                cosine, lift = lifted[roses].semantic_score, lifted[roses].context_score
-                assert lifted[roses].score == pytest.approx(cosine + lift, abs=1e-5), "its score says why"
+                hit = lifted[roses]
+                parts = (hit.semantic_score or 0.0) + (hit.context_score or 0.0) + (hit.length_score or 0.0)
+                assert hit.score == pytest.approx(parts, abs=1e-5), "its score says why"
         assert next(iter(scores(f"garden notes in {named:%B} {named.year}"))) == roses, "what was stated that month"
         unnamed = "garden notes about roses"
         assert scores(unnamed)[roses].context_score == scores(unnamed, 0.0)[roses].context_score, "no time, no lift"
 
-    def test_a_fusion_weighs_how_much_a_record_says(
-        self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch
+    @pytest.mark.parametrize(("mode", "weight"), [("hybrid", "LENGTH_WEIGHT"), ("semantic", "SEMANTIC_LENGTH_WEIGHT")])
+    def test_a_search_weighs_how_much_a_record_says(
+        self, estore: FullMemoryStore, monkeypatch: pytest.MonkeyPatch, mode: SearchMode, weight: str
     ) -> None:
         said = [
             "garden",
@@ -151,16 +155,16 @@ class SemanticCases(ConformanceBase):
             "garden notes about the roses by the gate, the tulips along the fence and the shed",
         ]
         estore.write([rec(text) for text in said])
-        query = {"scope": U1, "query": "garden", "relevance": "rank"}
+        query = {"scope": U1, "query": "garden", "mode": mode, "relevance": "rank"}
         sizes = [math.log1p(len(text)) for text in said]
         mean = sum(sizes) / len(sizes)
         spread = math.sqrt(sum((s - mean) ** 2 for s in sizes) / len(sizes))
-        monkeypatch.setattr(tuning, "LENGTH_WEIGHT", 10.0)
+        monkeypatch.setattr(tuning, weight, 10.0)
         hits = {hit.record.content: hit for hit in estore.search(query)}
         assert list(hits) == said[::-1], "the longest first, at a weight that outweighs the match"
         for text, size in zip(said, sizes, strict=True):
             assert hits[text].length_score == pytest.approx(10.0 * (size - mean) / spread, abs=1e-5)
-        monkeypatch.setattr(tuning, "LENGTH_WEIGHT", 0.0)
+        monkeypatch.setattr(tuning, weight, 0.0)
         assert all(hit.length_score is None for hit in estore.search(query)), "off: no part of the score"
         monkeypatch.setattr(tuning, "QUALITY_WEIGHTS", {"length": 1.0})
         assert contents(estore.search({**query, "mode": "quality"})) == said[::-1], "a quality feature too"

@@ -236,26 +236,40 @@ def _ordered(ranked: list[Ranked]) -> list[Ranked]:
     return [ranked[i] for i in order]
 
 
-def by_meaning(semantic: Sequence[Candidate], named: NamedTime | None = None) -> list[Ranked]:
+def by_meaning(
+    semantic: Sequence[Candidate],
+    named: NamedTime | None = None,
+    *,
+    context_weight: float | None = None,
+    named_weight: float | None = None,
+    length_weight: float | None = None,
+) -> list[Ranked]:
     """A semantic search's order: by cosine similarity (of the moved query: the
     candidates' scores), each candidate lifted by
     :data:`~memory_admin.tuning.SEMANTIC_CONTEXT_WEIGHT` of the best cosine among the
-    candidates stated in its context (the same scope, the same day), and by
+    candidates stated in its context (the same scope, the same day), by
     :data:`~memory_admin.tuning.SEMANTIC_NAMED_TIME_WEIGHT` when it was stated at the
-    time the query names. A hit's ``semantic_score`` is the query's own cosine."""
+    time the query names, and by :data:`~memory_admin.tuning.SEMANTIC_LENGTH_WEIGHT` of
+    its length's z-score (:func:`~memory_admin.embed.fusion.length_prior`). A hit's
+    ``semantic_score`` is the query's own cosine. A weight given here stands in for its
+    tuned value (what the out-of-fold bench tries)."""
     scores = [c.score for c in semantic]
     contexts = [c.context for c in semantic]
-    lifts = context_lift(scores, contexts, tuning.SEMANTIC_CONTEXT_WEIGHT)
-    named_lifts = named_lift(contexts, named, tuning.SEMANTIC_NAMED_TIME_WEIGHT)
+    lifts = context_lift(scores, contexts, tuning.SEMANTIC_CONTEXT_WEIGHT if context_weight is None else context_weight)
+    when = tuning.SEMANTIC_NAMED_TIME_WEIGHT if named_weight is None else named_weight
+    named_lifts = named_lift(contexts, named, when)
+    says = tuning.SEMANTIC_LENGTH_WEIGHT if length_weight is None else length_weight
+    prior = length_prior([c.length for c in semantic], says)
     return _ordered(
         [
             Ranked(
                 c.id,
-                round(score + lift + at, 6),
+                round(score + lift + at + more, 6),
                 semantic_score=c.cosine if c.cosine is not None else score,
                 context_score=round(lift + at, 6),
+                length_score=round(more, 6) if says else None,
             )
-            for c, score, lift, at in zip(semantic, scores, lifts, named_lifts, strict=True)
+            for c, score, lift, at, more in zip(semantic, scores, lifts, named_lifts, prior, strict=True)
         ]
     )
 

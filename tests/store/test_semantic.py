@@ -161,7 +161,9 @@ def test_the_toolbox_and_recall_find_by_meaning(semantic_store: BaseMemoryStore)
     keyword_only.close()
 
 
-def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(
+    tmp_path: Path, embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import random
 
     from bench.corpus import Corpus
@@ -169,6 +171,7 @@ def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(tmp_path: Path
     from memory_admin.embed.query_map import map_query
     from memory_admin.store.vectors import closest
 
+    monkeypatch.setattr(tuning, "SEMANTIC_LENGTH_WEIGHT", 0.0)
     corpus, rng = Corpus(), random.Random(4)
     texts = [corpus.sentence(rng) for _ in range(1200)]  # three times the exact-scan limit
     with open_store(f"sqlite:///{tmp_path / 'memory.sqlite3'}", embedder=embedder) as store:
@@ -177,7 +180,8 @@ def test_a_large_scope_s_shortlist_finds_what_an_exact_scan_finds(tmp_path: Path
         overlap = []
         for _ in range(20):
             query = " ".join(rng.choice(texts).split()[:4])
-            # a semantic search ranks by the plain cosine (one batch: one context, one lift) of the mapped query
+            # without its length prior a semantic search ranks by the plain cosine (one batch: one
+            # context, one lift) of the mapped query
             vector = map_query(embedder.model_id, embedder.embed_query(query))
             exact = [key for key, _, _ in closest(vector, blobs, embedder.dimensions, 10)]
             found = [hit.record.id for hit in store.search({"scope": U1, "query": query, "mode": "semantic"})]
@@ -256,10 +260,13 @@ def test_the_store_orders_by_the_moved_query_and_reports_the_query_s_own_cosine(
         return {fact: float(by_content[fact] @ vector / np.linalg.norm(vector)) for fact in FACTS}
 
     def found() -> tuple[dict[str, float], dict[str, float]]:
-        """Each hit's ordering cosine (its score less its lift) and its semantic_score."""
+        """Each hit's ordering cosine (its score less its lifts) and its semantic_score."""
         hits = semantic_store.search({"scope": U1, "query": question, "mode": "semantic", "relevance": "rank"})
         assert len(hits) == len(FACTS)
-        ordering = {hit.record.content: (hit.score or 0.0) - (hit.context_score or 0.0) for hit in hits}
+        ordering = {
+            hit.record.content: (hit.score or 0.0) - (hit.context_score or 0.0) - (hit.length_score or 0.0)
+            for hit in hits
+        }
         return ordering, {hit.record.content: hit.semantic_score or 0.0 for hit in hits}
 
     def near(a: dict[str, float], b: dict[str, float]) -> bool:
