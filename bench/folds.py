@@ -890,14 +890,10 @@ def _setting(setting: Setting) -> str:
         f"depth {setting.depth}",
         f"named time {_value(setting.named_time)}",
         f"query map {_value(setting.query_map) if setting.query_map else 'none'}",
+        f"length prior {_value(setting.length)}",
     ]
     if setting.mode == "hybrid":
-        parts = [
-            f"keyword weight {_value(setting.keyword_weight)}",
-            *parts,
-            f"stated day {_value(setting.day)}",
-            f"length prior {_value(setting.length)}",
-        ]
+        parts = [f"keyword weight {_value(setting.keyword_weight)}", *parts, f"stated day {_value(setting.day)}"]
     return ", ".join(parts)
 
 

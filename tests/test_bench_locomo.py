@@ -115,7 +115,11 @@ def test_every_tuned_choice_is_measured_out_of_fold(dataset: Path, capsys: pytes
     assert section.count("Semantic search against the plain cosine:") == 2
     assert "| quality, out of fold" not in section and "| observations: quality, out of fold |" in section
     assert "QUALITY_WEIGHTS: dict[str, float] = {" in out
-    assert "| hybrid | a prior for longer records (their z-scored log length) | 0, 0.15, 0.3, 0.5 | 0 |" in section
+    for mode, weights in (("semantic", "0, 0.02, 0.03, 0.05"), ("hybrid", "0, 0.15, 0.3, 0.5")):
+        assert f"| {mode} | a prior for longer records (their z-scored log length) | {weights} | 0 |" in section
+    joint = ("| semantic | centring off", "| hybrid | keyword weight 0")
+    baselines = [line.split(" | ")[1] for line in choices if line.startswith(joint)]
+    assert len(baselines) == 2 and all("length prior 0" in line for line in baselines), "each baseline says it"
 
 
 def test_a_second_run_takes_the_dataset_s_vectors_from_the_cache(dataset: Path, tmp_path: Path) -> None:
