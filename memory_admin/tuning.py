@@ -105,27 +105,28 @@ QUERY_MAP_PENALTY = 0.1
 
 # --- the quality mode's ranker (memory_admin.store.quality) -------------------------------
 # fitted by `python -m bench.locomo … --folds --train-quality` on LoCoMo's development split
-# only (both kinds of record), and shipped as these numbers
+# only (both kinds of record), one question at a time (the softmax of its candidates'
+# scores towards its evidence), and shipped as these numbers
 
 QUALITY_WEIGHTS: dict[str, float] = {
-    "keyword_z": -0.4377,
-    "centred_z": 0.9793,
-    "cosine_z": 0.3719,
-    "keyword_share": 3.4814,
-    "matched": -0.8985,
-    "coverage": 1.283,
-    "keyword_rank": 0.7309,
-    "semantic_rank": 0.6757,
-    "context": 0.0688,
-    "context_share": -3.9159,
-    "age": 0.5604,
-    "long_query_keyword": 0.3115,
-    "long_query_semantic": -0.5248,
-    "named_time": 1.0161,
-    "agreement": -0.0784,
-    "context_keyword": 0.4163,
-    "context_semantic": 0.0527,
-    "length": 0.5191,
+    "keyword_z": 0.0072,
+    "centred_z": 0.6248,
+    "cosine_z": 0.463,
+    "keyword_share": 0.9538,
+    "matched": -0.4388,
+    "coverage": 0.3741,
+    "keyword_rank": 0.8092,
+    "semantic_rank": 0.072,
+    "context": 0.314,
+    "context_share": -6.8566,
+    "age": 0.557,
+    "long_query_keyword": 0.2646,
+    "long_query_semantic": -0.1554,
+    "named_time": 3.8595,
+    "agreement": -0.0897,
+    "context_keyword": 0.4897,
+    "context_semantic": 0.2038,
+    "length": 0.5776,
 }
 """Each :data:`~memory_admin.store.quality.FEATURES` name's weight in the ranker's sum."""
 

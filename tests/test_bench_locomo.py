@@ -182,6 +182,33 @@ def test_the_query_map_moves_another_conversation_s_questions_to_their_answers()
     assert float(np.abs(heavy).max()) < 1e-3, "a ridge penalty that large leaves the query where it was"
 
 
+def test_the_quality_ranker_is_fitted_one_question_at_a_time() -> None:
+    """The listwise fit learns what orders a question's own candidates: a feature that
+    marks the evidence among them gains, and one that differs only between questions
+    (the same for each of a question's candidates) teaches it nothing."""
+    np = pytest.importorskip("numpy", reason=needs_extra("semantic"))
+    from bench.folds import fit, fit_pointwise
+    from memory_admin.store.quality import FEATURES
+
+    rng = np.random.default_rng(3)
+    marks, between = FEATURES.index("coverage"), FEATURES.index("named_time")
+    tables = []
+    for n in range(60):
+        table = rng.normal(size=(12, len(FEATURES)))
+        labels = np.zeros(12)
+        labels[n % 12] = 1.0
+        table[:, marks] += 3.0 * labels  # the evidence stands out on one feature
+        table[:, between] = float(n % 3)  # one value per question...
+        tables.append((table, labels))
+    tables.append((rng.normal(size=(12, len(FEATURES))), np.zeros(12)))  # no evidence: nothing to learn
+    weights = fit(tables)
+    assert max(weights, key=lambda name: abs(weights[name])) == "coverage" and weights["coverage"] > 0
+    assert weights["named_time"] == 0.0, "...which orders no question's candidates"
+    firsts = [int(np.argmax(table @ np.array([weights[f] for f in FEATURES]))) for table, _ in tables[:60]]
+    assert sum(first == n % 12 for n, first in enumerate(firsts)) >= 50, "the evidence first, nearly always"
+    assert fit_pointwise(tables)["coverage"] > 0, "the comparison learns it too"
+
+
 def test_a_model_s_query_map_is_chosen_out_of_fold_and_trained(
     dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
