@@ -4,9 +4,10 @@ A quality search gathers the candidates a hybrid search fuses — the best keywo
 (BM25, their matched terms) and the closest records by meaning (the plain and the centred
 cosine), each with where it was stated — describes each candidate by a few numbers
 (:data:`FEATURES`, computed by :func:`features`), and orders them by a weighted sum of
-those numbers: a logistic regression whose weights (:data:`~memory_admin.tuning.QUALITY_WEIGHTS`)
-were fitted by ``python -m bench.locomo … --train-quality`` on LoCoMo's development split
-only, and are shipped as those few numbers. Nothing is learned at run time and nothing
+those numbers, whose weights (:data:`~memory_admin.tuning.QUALITY_WEIGHTS`) were fitted by
+``python -m bench.locomo … --train-quality`` on LoCoMo's development split only — one
+question at a time, so the softmax of its candidates' sums leans towards its evidence —
+and are shipped as those few numbers. Nothing is learned at run time and nothing
 but what the store computed for the fusion is read, so a quality search costs about what
 a hybrid one does.
 
