@@ -96,3 +96,10 @@ def as_json(value: Any) -> str:
     if hasattr(value, "model_dump"):
         value = value.model_dump(mode="json", exclude_none=True)
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
+
+
+@register.filter
+def worth_showing(part: float | None) -> float | None:
+    """A score's part as the Match column prints it (two decimals), or ``None`` when it
+    would print as 0.00: a semantic hit's length part is a few thousandths at times."""
+    return part if part is not None and round(part, 2) != 0 else None
