@@ -656,13 +656,14 @@ def fit(tables: Sequence[tuple[Any, Any]]) -> dict[str, float]:
         return total, gradient, hessian
 
     w = np.zeros(len(FEATURES))
+    now, gradient, hessian = loss(w)
     for _ in range(50):
-        now, gradient, hessian = loss(w)
         step = np.linalg.solve(hessian, gradient)
         size = 1.0
-        while loss(w - size * step)[0] > now and size > 1e-4:
+        while (tried := loss(w - size * step))[0] > now and size > 1e-4:
             size /= 2
         w = w - size * step
+        now, gradient, hessian = tried  # the step taken is where the next one starts
         if float(np.abs(size * step).max()) < 1e-7:
             break
     return _on_own_scale(w, spread)
