@@ -268,6 +268,8 @@ class Setting:
     second_round: float = 0.0
     diversity: float = 0.0
     names: float = 0.0
+    meaning_diversity: float = 0.0
+    neighbours: float = 0.0
     length: float = 0.0
     named_time: float = 0.0
     query_map: Any = 0.0
@@ -341,7 +343,7 @@ def _fused(
     named: NamedTime | None = None,
 ) -> list[Ranked]:
     hits = _fuse(keyword, semantic, setting, named)
-    if setting.second_round or setting.diversity or setting.names:
+    if setting.second_round or setting.diversity or setting.names or setting.meaning_diversity or setting.neighbours:
         hits = _multi_hop(asked, keyword, hits, setting, data)
     return hits
 
@@ -381,7 +383,13 @@ def _multi_hop(
       query's, and the semantic side searched again (pseudo-relevance feedback);
     * ``diversity``: the top ten picked one by one, each pick's score lowered by this much
       for every record already picked from its session;
-    * ``names``: a record gains this much for each name of the question it holds too.
+    * ``names``: a record gains this much for each name of the question it holds too;
+    * ``meaning_diversity``: the top ten picked one by one from the best forty (maximal
+      marginal relevance), each pick's score lowered by this much times its highest
+      cosine to a record already picked;
+    * ``neighbours``: a record gains this much times ``exp(-d / 2)``, ``d`` how many
+      records of the scope were written between it and the best match (the turns around
+      an answer, or the facts taken from the same moment).
     """
     held = data.conversations[asked.question.conversation]
     score = {hit.id: hit.score for hit in hits}
@@ -396,6 +404,28 @@ def _multi_hop(
             held, vector / np.linalg.norm(vector), setting.depth, len(query), by_centre=True, own=asked.vector
         )
         return _fuse(keyword, again, setting, named_time(asked.question.text))
+    if setting.neighbours:
+        position = {key: n for n, key in enumerate(held.ids)}
+        best = position[hits[0].id]
+        for hit in hits[1:]:
+            score[hit.id] += setting.neighbours * math.exp(-abs(position[hit.id] - best) / 2)
+        order = sorted(range(len(hits)), key=lambda i: (-score[hits[i].id], i))
+        return [hits[i] for i in order]
+    if setting.meaning_diversity:
+        pool = hits[:40]
+        vectors = _unit_vectors(held, [hit.id for hit in pool], len(asked.vector))
+        similar = vectors @ vectors.T
+        chosen_at: list[int] = []
+        left = list(range(len(pool)))
+        while left and len(chosen_at) < K:
+            penalty = similar[left][:, chosen_at].max(axis=1) if chosen_at else [0.0] * len(left)
+            at = max(
+                range(len(left)),
+                key=lambda i: (score[pool[left[i]].id] - setting.meaning_diversity * float(penalty[i]), -i),
+            )
+            chosen_at.append(left.pop(at))
+        picked_ids = {pool[i].id for i in chosen_at}
+        return [pool[i] for i in chosen_at] + [hit for hit in hits if hit.id not in picked_ids]
     if setting.names:
         asked_names = _names(asked.question.text)
         if asked_names:
@@ -415,6 +445,16 @@ def _multi_hop(
         seen[held.contexts[hit.id]] = seen.get(held.contexts[hit.id], 0) + 1
     chosen = {hit.id for hit in picked}
     return picked + [hit for hit in hits if hit.id not in chosen]
+
+
+def _unit_vectors(held: Conversation, keys: Sequence[str], dimensions: int) -> Any:
+    """The records' vectors as the store holds them (int8, scaled back), at unit length."""
+    np = numpy()
+    index = {key: n for n, key in enumerate(held.ids)}
+    blobs = [held.blobs[index[key]][1] for key in keys]
+    codes, scales = stack_blobs(blobs, dimensions)
+    vectors = dequantize_int8(codes, scales).astype(np.float32)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
 # --- the query map ---------------------------------------------------------------------
@@ -508,12 +548,72 @@ Scores = dict[str, list[float]]
 """Recall@10 per question, per kind of record."""
 
 
-def recall_at(asked: Asked, ids: Sequence[str], data: Collected) -> float:
+def _cited(asked: Asked, ids: Sequence[str], data: Collected, k: int | None) -> set[str]:
+    """The dialog ids the first ``k`` records cite (``None``: every one)."""
     held = data.conversations[asked.question.conversation]
-    covered: set[str] = set()
-    for key in ids[:K]:
-        covered |= held.cites[key]
-    return len(asked.question.evidence & covered) / len(asked.question.evidence)
+    return set().union(*(held.cites[key] for key in ids[:k]))
+
+
+def recall_at(asked: Asked, ids: Sequence[str], data: Collected, k: int | None = K) -> float:
+    """The share of the question's evidence the first ``k`` records cite (``None``: all)."""
+    return len(asked.question.evidence & _cited(asked, ids, data, k)) / len(asked.question.evidence)
+
+
+_DIALOG_ID = re.compile(r"D(\d+):(\d+)")
+
+
+def _turn(dialog_id: str) -> tuple[int, int] | None:
+    found = _DIALOG_ID.fullmatch(dialog_id)
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def near_recall_at(asked: Asked, ids: Sequence[str], data: Collected) -> float:
+    """:func:`recall_at` with an evidence turn also counted when the top ten cite a turn
+    next to it in the same session (``D3:7`` for ``D3:6`` or ``D3:8``)."""
+    covered = _cited(asked, ids, data, K)
+    turns = {turn for dialog_id in covered if (turn := _turn(dialog_id)) is not None}
+    near = 0
+    for dialog_id in asked.question.evidence:
+        turn = _turn(dialog_id)
+        if dialog_id in covered or (
+            turn is not None and ((turn[0], turn[1] - 1) in turns or (turn[0], turn[1] + 1) in turns)
+        ):
+            near += 1
+    return near / len(asked.question.evidence)
+
+
+HEADROOM = (
+    "recall@10",
+    "recall@20",
+    "recall@50",
+    "every candidate",
+    "ceiling",
+    "recall@10, a turn next to the evidence counted",
+)
+"""What :func:`_headroom` measures of each search."""
+
+
+def _headroom(data: Collected, learned: Learned | None) -> dict[str, dict[str, float]]:
+    """Where the evidence a search misses sits: each search's order at the store's
+    settings (no relevance floor; the query map and the quality ranker fitted without the
+    question's conversation) cut at ten, twenty, fifty and nowhere, beside every record of
+    the scope, and the top ten with a neighbouring turn counted."""
+    searches: dict[str, tuple[Setting, Any]] = {"hybrid": (_replace(store_setting("hybrid"), floor=None), None)}
+    if learned is not None:
+        searches["quality"] = (_replace(store_setting("quality"), floor=None), learned.weights_by_fold)
+    out: dict[str, dict[str, float]] = {}
+    for search, (setting, by_fold) in searches.items():
+        figures: dict[str, list[float]] = {measure: [] for measure in HEADROOM}
+        for asked in data.asked:
+            weights = by_fold[asked.question.conversation] if by_fold is not None else None
+            ids = ranked(asked, setting, data, weights)
+            every = data.conversations[asked.question.conversation].ids
+            for measure, k in (("recall@10", 10), ("recall@20", 20), ("recall@50", 50), ("every candidate", None)):
+                figures[measure].append(recall_at(asked, ids, data, k))
+            figures["ceiling"].append(recall_at(asked, every, data, None))
+            figures["recall@10, a turn next to the evidence counted"].append(near_recall_at(asked, ids, data))
+        out[search] = {measure: _mean(values) for measure, values in figures.items()}
+    return out
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -811,6 +911,8 @@ class FoldReport:
     query_map: Any | None = None
     """The query map fitted on all five conversations at the store's penalty (``None`` for
     a model without a map)."""
+    headroom: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    """Kind of record → search → :data:`HEADROOM` measure → its mean (:func:`_headroom`)."""
 
 
 def _replace(setting: Setting, **changes: Any) -> Setting:
@@ -891,6 +993,12 @@ def run_folds(shapes: Shapes, stores: dict[str, StoreRun], *, quality: bool = Tr
         ("a second round, its query moved towards the first round's top three", "second_round", (0.0, 0.3, 0.6, 1.0)),
         ("diversity across sessions (the top ten picked one by one)", "diversity", (0.0, 0.1, 0.25, 0.5)),
         ("names in common with the question", "names", (0.0, 0.1, 0.2, 0.4)),
+        (
+            "diversity by meaning (the top ten picked one by one, less their likeness)",
+            "meaning_diversity",
+            (0.0, 0.5, 1.0, 2.0),
+        ),
+        ("records written next to the best match", "neighbours", (0.0, 0.2, 0.4, 0.8)),
     ):
         settings = {v: _replace(base, **{fieldname: v}) for v in values}
         scored = score_settings(shapes, list(settings.values()))
@@ -898,6 +1006,7 @@ def run_folds(shapes: Shapes, stores: dict[str, StoreRun], *, quality: bool = Tr
         tried = out_of_fold(shapes, by_value, 0.0)
         categories = {units: _by_category(shapes[units], tried[units], by_value, units) for units in shapes}
         multi_hop.append((label, values, tried, categories))
+    headroom = {units: _headroom(data, learned) for units, data in shapes.items()}
     return FoldReport(
         shapes,
         per_choice,
@@ -910,6 +1019,7 @@ def run_folds(shapes: Shapes, stores: dict[str, StoreRun], *, quality: bool = Tr
         multi_hop,
         time.perf_counter() - started,
         fitted,
+        headroom,
     )
 
 
@@ -1109,6 +1219,23 @@ def render(report: FoldReport) -> list[str]:
         for feature in FEATURES:
             cells = " | ".join(f"{learned.weights_by_fold[name][feature]:.4f}" for name in names)
             lines.append(f"| {feature} | {cells} | {learned.weights[feature]:.4f} |")
+    if report.headroom:
+        columns = [(units, search) for units, searches in report.headroom.items() for search in searches]
+        lines += [
+            "",
+            "Where the evidence a search misses sits: each search's order at the store's settings (no relevance "
+            "floor; the query map and the quality ranker fitted without the question's conversation) cut at ten, "
+            "twenty and fifty records and not at all, beside every record of the scope (the ceiling: evidence no "
+            "record cites cannot be found), and the top ten with an evidence turn also counted when they cite a "
+            "turn next to it in the same session (a fact taken from the neighbouring turn of the one the question "
+            "cites):",
+            "",
+            "| | " + " | ".join(f"{units}: {search}" for units, search in columns) + " |",
+            "| --- |" + " ---: |" * len(columns),
+        ]
+        for measure in HEADROOM:
+            cells = " | ".join(f"{report.headroom[units][search][measure]:.4f}" for units, search in columns)
+            lines.append(f"| {measure} | {cells} |")
     lines += [
         "",
         "What was tried for questions whose evidence spans several sessions (multi-hop), on top of hybrid search "

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.folds import HEADROOM
 from bench.locomo import load_dataset, main
 from tests.support.locomo import conversation, write_dataset
 from tests.support.optional import needs_extra
@@ -120,6 +121,44 @@ def test_every_tuned_choice_is_measured_out_of_fold(dataset: Path, capsys: pytes
     joint = ("| semantic | centring off", "| hybrid | keyword weight 0")
     baselines = [line.split(" | ")[1] for line in choices if line.startswith(joint)]
     assert len(baselines) == 2 and all("length prior 0" in line for line in baselines), "each baseline says it"
+    tried = [
+        line.split(" | ")[0] for line in section.splitlines() if line.endswith(("| lost: not in the store |", "why) |"))
+    ]
+    assert tried == [
+        "| a second round, its query moved towards the first round's top three",
+        "| diversity across sessions (the top ten picked one by one)",
+        "| names in common with the question",
+        "| diversity by meaning (the top ten picked one by one, less their likeness)",
+        "| records written next to the best match",
+    ]
+    lines = section.splitlines()
+    header = next(n for n, line in enumerate(lines) if line.startswith("Where the evidence a search misses sits"))
+    assert lines[header + 2] == "| | observations: hybrid | observations: quality | turns: hybrid | turns: quality |"
+    headroom = {
+        row.split(" | ")[0][2:]: [float(cell) for cell in row[:-2].split(" | ")[1:]]
+        for row in lines[header + 4 : header + 10]
+    }
+    assert list(headroom) == list(HEADROOM)
+    for column in range(4):
+        cut = [headroom[measure][column] for measure in HEADROOM[:5]]
+        assert cut == sorted(cut), "ten, twenty, fifty, every candidate, every record: each holds the one before"
+        assert headroom[HEADROOM[5]][column] >= headroom["recall@10"][column]
+    assert headroom["ceiling"][:2] == [1.0, 1.0], "an observation cites every evidence turn here"
+
+
+def test_an_evidence_turn_is_counted_near_when_the_top_ten_cite_the_turn_beside_it() -> None:
+    from bench.folds import Asked, Collected, Conversation, near_recall_at, recall_at
+    from bench.locomo import Question
+
+    cites = {"a": frozenset({"D2:4"}), "b": frozenset({"D3:6"}), "c": frozenset({"D1:1", "D10:9"})}
+    held = Conversation(list(cites), cites, {}, {}, [], None, None)  # type: ignore[arg-type]
+    data = Collected({"conv": held}, [], [])
+    evidence = frozenset({"D2:5", "D3:6", "D1:9", "D10:10", "X7"})
+    asked = Asked(Question("conv", "?", 1, evidence), 1, None, [], [], {})
+    assert recall_at(asked, ["a", "b", "c"], data) == 1 / 5  # D3:6 only
+    # D2:5 beside D2:4 and D10:10 beside D10:9; D1:9 is not beside D1:1, X7 is no turn
+    assert near_recall_at(asked, ["a", "b", "c"], data) == 3 / 5
+    assert near_recall_at(asked, ["b"], data) == 1 / 5
 
 
 def test_a_second_run_takes_the_dataset_s_vectors_from_the_cache(dataset: Path, tmp_path: Path) -> None:
