@@ -153,12 +153,13 @@ def test_an_evidence_turn_is_counted_near_when_the_top_ten_cite_the_turn_beside_
     cites = {"a": frozenset({"D2:4"}), "b": frozenset({"D3:6"}), "c": frozenset({"D1:1", "D10:9"})}
     held = Conversation(list(cites), cites, {}, {}, [], None, None)  # type: ignore[arg-type]
     data = Collected({"conv": held}, [], [])
-    evidence = frozenset({"D2:5", "D3:6", "D1:9", "D10:10", "X7"})
+    evidence = frozenset({"D2:5", "D3:6", "D3:8", "D1:9", "D10:10", "X7"})
     asked = Asked(Question("conv", "?", 1, evidence), 1, None, [], [], {})
-    assert recall_at(asked, ["a", "b", "c"], data) == 1 / 5  # D3:6 only
-    # D2:5 beside D2:4 and D10:10 beside D10:9; D1:9 is not beside D1:1, X7 is no turn
-    assert near_recall_at(asked, ["a", "b", "c"], data) == 3 / 5
-    assert near_recall_at(asked, ["b"], data) == 1 / 5
+    assert recall_at(asked, ["a", "b", "c"], data) == 1 / 6  # D3:6 only
+    # D2:5 is beside D2:4 and D10:10 beside D10:9; D3:8 is two turns from D3:6, D1:9 is in
+    # another session than D10:9 (and far from D1:1), X7 is no turn
+    assert near_recall_at(asked, ["a", "b", "c"], data) == 3 / 6
+    assert near_recall_at(asked, ["b"], data) == 1 / 6
 
 
 def test_a_second_run_takes_the_dataset_s_vectors_from_the_cache(dataset: Path, tmp_path: Path) -> None:
