@@ -44,6 +44,7 @@ import time
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from memory_admin import tuning
@@ -96,6 +97,15 @@ class Conversation:
     """``(write position, int8 blob)``: what the store's vector table holds, by key."""
     vectors: ScopeVectors
     centre: Any
+
+    @cached_property
+    def position(self) -> dict[str, int]:
+        """Record id → its write position (its index in :attr:`ids` and :attr:`blobs`)."""
+        return {key: n for n, key in enumerate(self.ids)}
+
+    def stored(self, keys: Sequence[str], dimensions: int) -> Any:
+        """The records' vectors as the store holds them: int8, scaled back (not renormalised)."""
+        return dequantize_int8(*stack_blobs([self.blobs[self.position[key]][1] for key in keys], dimensions))
 
 
 @dataclass
@@ -395,20 +405,17 @@ def _multi_hop(
     score = {hit.id: hit.score for hit in hits}
     if setting.second_round:
         np = numpy()
-        index = {key: n for n, key in enumerate(held.ids)}
         query = asked.query_vector(setting.query_map)
-        codes, scales = stack_blobs([held.blobs[index[hit.id]][1] for hit in hits[:3]], len(query))
-        seeds = (codes.astype(np.float32) * scales[:, None]).mean(axis=0)
+        seeds = held.stored([hit.id for hit in hits[:3]], len(query)).mean(axis=0)
         vector = query + setting.second_round * seeds
         again = _closest(
             held, vector / np.linalg.norm(vector), setting.depth, len(query), by_centre=True, own=asked.vector
         )
         return _fuse(keyword, again, setting, named_time(asked.question.text))
     if setting.neighbours:
-        position = {key: n for n, key in enumerate(held.ids)}
-        best = position[hits[0].id]
+        best = held.position[hits[0].id]
         for hit in hits[1:]:
-            score[hit.id] += setting.neighbours * math.exp(-abs(position[hit.id] - best) / 2)
+            score[hit.id] += setting.neighbours * math.exp(-abs(held.position[hit.id] - best) / 2)
         order = sorted(range(len(hits)), key=lambda i: (-score[hits[i].id], i))
         return [hits[i] for i in order]
     if setting.meaning_diversity:
@@ -450,10 +457,7 @@ def _multi_hop(
 def _unit_vectors(held: Conversation, keys: Sequence[str], dimensions: int) -> Any:
     """The records' vectors as the store holds them (int8, scaled back), at unit length."""
     np = numpy()
-    index = {key: n for n, key in enumerate(held.ids)}
-    blobs = [held.blobs[index[key]][1] for key in keys]
-    codes, scales = stack_blobs(blobs, dimensions)
-    vectors = dequantize_int8(codes, scales).astype(np.float32)
+    vectors = held.stored(keys, dimensions)
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
