@@ -310,6 +310,7 @@ def store_setting(mode: str) -> Setting:
         )
     return Setting(
         mode,
+        centring=tuning.FUSION_CENTRING,
         keyword_weight=tuning.KEYWORD_WEIGHT,
         lift=tuning.CONTEXT_WEIGHT,
         depth=tuning.FUSION_CANDIDATES,

@@ -61,6 +61,13 @@ spread over it (the mean of 512 unit vectors is within about 0.04 of the whole's
 KEYWORD_WEIGHT = 0.5
 """BM25's share of the fused score: the untuned equal share (0.6 won on dialog turns and
 lost on observations, so it went)."""
+FUSION_CENTRING = True
+"""Whether a fusion's semantic side (hybrid and quality search) ranks by the cosine
+measured from the searched records' centre rather than the model's plain cosine (a
+semantic search always ranks by the plain cosine). Kept against the rule above: out of
+fold it gains statements (LoCoMo's observations) and costs a transcript's dialog turns
+(docs/search.md, "Every choice, out of fold"), so a store whose records are turns as
+they were said would set it to False."""
 CONTEXT_WEIGHT = 0.4
 """How much of the best fused score among the candidates stated in its context (the same
 scope, the same day) a candidate gains: what was said together is recalled together."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from memory_admin import tuning
 from memory_admin.errors import MemoryValidationError
 from memory_admin.records import MemorySearchQuery, SearchMode
 
@@ -84,10 +85,11 @@ class SearchPlan:
     @property
     def by_centre(self) -> bool:
         """Whether the semantic side ranks by the cosine measured from the searched
-        records' centre (a fusion: hybrid and quality) rather than the plain cosine (a
-        semantic search: the model's own similarity, which holds on data of every shape;
-        see docs/search.md)."""
-        return self.mode != "semantic"
+        records' centre (a fusion: hybrid and quality, unless
+        :data:`~memory_admin.tuning.FUSION_CENTRING` is off) rather than the plain cosine
+        (a semantic search: the model's own similarity, which holds on data of every
+        shape; see docs/search.md)."""
+        return self.mode != "semantic" and tuning.FUSION_CENTRING
 
     @property
     def ranked(self) -> bool:

@@ -74,6 +74,45 @@ def test_hybrid_hits_say_where_their_score_came_from(semantic_store: BaseMemoryS
     assert [hit.score for hit in hits] == sorted((hit.score or 0.0 for hit in hits), reverse=True)
 
 
+THINGS = [
+    "Dana drinks green tea every morning",
+    "The office coffee machine broke on Monday",
+    "Sam brought lemonade to the picnic",
+    "Priya spent two weeks in Portugal last summer",
+    "The team's retreat is planned for the mountains",
+    "Dana adopted a rescue dog called Biscuit",
+    "Sam's cat sleeps on the keyboard",
+    "Priya cycles to work when it is dry",
+    "The night bus stops running at one",
+    "Dana is learning to play the cello",
+    "Sam reads a mystery novel each month",
+    "Priya bakes sourdough bread at weekends",
+]
+
+
+def test_a_fusion_ranks_by_the_centred_cosine_unless_told_not_to(
+    store_url: str, embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tuning.FUSION_CENTRING`` off: hybrid search's semantic side ranks by the plain
+    cosine, as semantic search does; on (the default) by the cosine from the centre."""
+    for lift in ("CONTEXT_WEIGHT", "LENGTH_WEIGHT", "SEMANTIC_CONTEXT_WEIGHT", "SEMANTIC_LENGTH_WEIGHT"):
+        monkeypatch.setattr(tuning, lift, 0.0)
+    monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", None)
+    questions = ["beverages", "holidays", "animals", "transport", "hobbies"]  # no word of any record
+    with open_store(store_url, embedder=embedder) as store:
+        store.write([rec(thing) for thing in THINGS])
+
+        def orders(mode: str) -> list[list[str]]:
+            return [contents(store.search({"scope": U1, "query": q, "limit": 12, "mode": mode})) for q in questions]
+
+        by_meaning = orders("semantic")
+        assert all(len(order) == len(THINGS) for order in by_meaning)
+        centred = orders("hybrid")
+        monkeypatch.setattr(tuning, "FUSION_CENTRING", False)
+        assert orders("hybrid") == by_meaning, "the plain cosine, as a semantic search ranks"
+    assert centred != by_meaning, "measured from the centre, some question's order changes"
+
+
 def test_a_search_by_meaning_stops_at_the_relevance_floor(semantic_store: BaseMemoryStore) -> None:
     everything = semantic_store.search({"scope": U1, "query": "what does dana drink", "mode": "semantic"})
     floor = tuning.RELEVANCE_FLOOR
