@@ -477,7 +477,8 @@ def fit_query_map(shapes: Shapes, conversations: set[str], penalty: float) -> An
     """``M`` of :mod:`memory_admin.embed.query_map`, fitted on the questions of
     ``conversations`` — every kind of record of them — against their records: a softmax
     over each conversation's records (cosines from the scope's centre, as hybrid search
-    scores them, at :data:`MAP_TEMPERATURE`) whose records citing the question's evidence
+    scores them, at :data:`MAP_TEMPERATURE`; the centre moves every score of a question
+    alike, so the fit is the same without it) whose records citing the question's evidence
     are the answer, plus ``penalty`` × ‖M‖² / 2. Full-batch Adam from M = 0:
     deterministic, a few seconds."""
     np = numpy()
