@@ -24,12 +24,18 @@ from memory_admin.embed.int8_graph import cache_folder
 from memory_admin.embed.protocol import BaseEmbedder, Matrix, Side, numpy
 
 
+VERSION = 2
+"""Part of a cache file's name: raised when the same model embeds some text differently
+(2: a text past the model's window is read whole, in windows), so that no run ranks by
+vectors an older version made."""
+
+
 class CachedEmbedder(BaseEmbedder):
     """``inner``'s vectors, remembered across runs (see the module)."""
 
     def __init__(self, inner: Embedder, folder: Path | None = None) -> None:
         self.inner = inner
-        name = hashlib.sha256(inner.model_id.encode()).hexdigest()[:16]
+        name = hashlib.sha256(f"{inner.model_id} v{VERSION}".encode()).hexdigest()[:16]
         self.path = (folder or cache_folder() / "bench-vectors") / f"{name}.npz"
         self._known: dict[tuple[str, str], Any] = {}
         self._fresh = 0

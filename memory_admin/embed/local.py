@@ -117,6 +117,7 @@ class OnnxEmbedder(BaseEmbedder):
             path = Path(self._model_path() if callable(self._model_path) else self._model_path)
             model: bytes | str = self._graph(path) if self._graph is not None else str(path)
             tokenizer = tokenizers.Tokenizer.from_file(str(self._tokenizer_path))
+            # a text past max_tokens overflows into further windows, each run on its own (_run)
             tokenizer.enable_truncation(max_length=self.max_tokens)
             tokenizer.no_padding()  # a text runs alone (the file asks for 128 tokens of padding)
             options = ort.SessionOptions()
@@ -130,18 +131,34 @@ class OnnxEmbedder(BaseEmbedder):
             self._session = session  # last: `loaded` turns true only once everything is ready
 
     def _run(self, text: str) -> Vector:
-        """One text's pooled (not yet normalised) vector."""
-        np = numpy()
+        """One text's pooled (not yet normalised) vector: the mean of its tokens' last
+        hidden states. A text longer than the model reads at once (``max_tokens``) runs
+        as consecutive windows of that many tokens, each with its own ``[CLS]`` and
+        ``[SEP]`` (the tokenizer's overflow), and the mean is over every window's tokens:
+        what mean pooling gives a text the model could read whole, where truncation would
+        keep its first ``max_tokens`` tokens alone (docs/search.md, "Long records")."""
         encoding = self._tokenizer.encode(text)
-        ids = np.array([encoding.ids], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        total: Vector | None = None
+        tokens = 0
+        for window in (encoding, *encoding.overflowing):
+            hidden = self._hidden(window.ids)
+            total = hidden.sum(axis=0) if total is None else total + hidden.sum(axis=0)
+            tokens += hidden.shape[0]
+        pooled: Vector = total / max(tokens, 1)
+        return pooled
+
+    def _hidden(self, ids: list[int]) -> Vector:
+        """The last hidden states of one run of the model, ``(tokens, dimensions)``."""
+        np = numpy()
+        batch = np.array([ids], dtype=np.int64)
+        feed = {"input_ids": batch, "attention_mask": np.ones_like(batch)}
         if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = np.zeros_like(ids)
+            feed["token_type_ids"] = np.zeros_like(batch)
         hidden = self._session.run(None, feed)[0]
         if hidden.ndim != 3 or hidden.shape[-1] != self._dimensions:
             raise EmbedderError(f"{self._model_id}: the model returned shape {hidden.shape}, not (n, tokens, dims)")
-        pooled: Vector = hidden[0].mean(axis=0)
-        return pooled
+        states: Vector = hidden[0]
+        return states
 
     def _workers(self) -> ThreadPoolExecutor:
         with self._lock:

@@ -60,9 +60,34 @@ def test_empty_input_and_a_bare_string(embedder: OnnxEmbedder) -> None:
         embedder.embed_documents("one string")  # type: ignore[arg-type]
 
 
-def test_long_texts_are_truncated_not_rejected(embedder: OnnxEmbedder) -> None:
-    vector = embedder.embed_documents(["word " * 2000])
-    assert vector.shape == (1, 384)
+def test_a_long_text_is_read_whole_in_windows(embedder: OnnxEmbedder) -> None:
+    """Past the model's 256 tokens a text runs in windows and every token counts: what a
+    long record says after its first window still moves it by meaning (truncated, it would not)."""
+    filler = " ".join(f"The notes for week {week} cover the budget review and the hiring plan." for week in range(20))
+    text = f"{filler} Dana keeps her passport in the blue folder in the hall cupboard."
+    embedder.load()
+    encoding = embedder._tokenizer.encode(text)
+    assert len(encoding.overflowing) == 1, "the last sentence falls in a second window"
+    whole, filler_only = embedder.embed_documents([text, filler])
+    first = embedder._hidden(encoding.ids).mean(axis=0)
+    truncated = first / np.linalg.norm(first)  # what the first window alone says
+    query = embedder.embed_query("Where does Dana keep her passport?")
+    assert whole @ query > truncated @ query + 0.05, "the second window counts"
+    assert whole @ query > filler_only @ query + 0.05
+    # every token weighs the same: the mean over both windows' states, not of their two means
+    states = np.concatenate([embedder._hidden(window.ids) for window in (encoding, *encoding.overflowing)])
+    pooled = states.mean(axis=0)
+    np.testing.assert_allclose(whole, pooled / np.linalg.norm(pooled), atol=1e-5)
+    huge = embedder.embed_documents(["word " * 2000])  # many windows: still one unit row
+    assert huge.shape == (1, 384) and abs(float(np.linalg.norm(huge[0])) - 1.0) < 1e-5
+
+
+def test_a_text_within_one_window_runs_once(embedder: OnnxEmbedder) -> None:
+    embedder.load()
+    encoding = embedder._tokenizer.encode(FACTS[0])
+    assert not encoding.overflowing
+    pooled = embedder._hidden(encoding.ids).mean(axis=0)
+    np.testing.assert_allclose(embedder.embed_documents([FACTS[0]])[0], pooled / np.linalg.norm(pooled), atol=1e-6)
 
 
 def test_the_async_twins_give_the_same_vectors(embedder: OnnxEmbedder) -> None:
