@@ -23,7 +23,6 @@ from memory_admin.embed import Embedder
 from memory_admin.embed.int8_graph import cache_folder
 from memory_admin.embed.protocol import BaseEmbedder, Matrix, Side, numpy
 
-
 VERSION = 2
 """Part of a cache file's name: raised when the same model embeds some text differently
 (2: a text past the model's window is read whole, in windows), so that no run ranks by

@@ -149,18 +149,27 @@ caption in brackets) — the protocol of benchmarks that store one record per tu
 hundred a scope, many of them small talk."""
 
 
-def _turns(name: str, conversation: dict[str, Any]) -> list[Observation]:
-    turns = []
+def sessions(conversation: dict[str, Any]) -> Iterator[tuple[datetime | None, list[dict[str, Any]]]]:
+    """A LoCoMo conversation's sessions in order: when each took place, and its turns."""
     for key, session in conversation.items():
-        if not key.startswith("session_") or key.endswith("_date_time") or not isinstance(session, list):
-            continue
-        stated = session_time(conversation.get(f"{key}_date_time"))
-        for turn in session:
-            text = f"{turn['speaker']}: {turn['text']}"
-            if turn.get("blip_caption"):
-                text += f" [shares {turn['blip_caption']}]"
-            turns.append(Observation(name, text, frozenset([str(turn["dia_id"])]), stated))
-    return turns
+        if key.startswith("session_") and not key.endswith("_date_time") and isinstance(session, list):
+            yield session_time(conversation.get(f"{key}_date_time")), session
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    """One turn as it was said (``Caroline: …``; a shared photo's caption in brackets)."""
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares {turn['blip_caption']}]"
+    return text
+
+
+def _turns(name: str, conversation: dict[str, Any]) -> list[Observation]:
+    return [
+        Observation(name, turn_text(turn), frozenset([str(turn["dia_id"])]), stated)
+        for stated, session in sessions(conversation)
+        for turn in session
+    ]
 
 
 def load_dataset(path: Path, units: str = "observations") -> Dataset:

@@ -138,13 +138,8 @@ class OnnxEmbedder(BaseEmbedder):
         what mean pooling gives a text the model could read whole, where truncation would
         keep its first ``max_tokens`` tokens alone (docs/search.md, "Long records")."""
         encoding = self._tokenizer.encode(text)
-        total: Vector | None = None
-        tokens = 0
-        for window in (encoding, *encoding.overflowing):
-            hidden = self._hidden(window.ids)
-            total = hidden.sum(axis=0) if total is None else total + hidden.sum(axis=0)
-            tokens += hidden.shape[0]
-        pooled: Vector = total / max(tokens, 1)
+        states = [self._hidden(window.ids) for window in (encoding, *encoding.overflowing)]
+        pooled: Vector = (states[0] if len(states) == 1 else numpy().concatenate(states)).mean(axis=0)
         return pooled
 
     def _hidden(self, ids: list[int]) -> Vector:

@@ -1,0 +1,198 @@
+"""Whole sessions as records: does search by meaning hold on records longer than the
+model reads at once?
+
+    python -m bench.sessions ../shared/datasets/locomo/locomo-dev.json \\
+        [--out docs/benchmarks/locomo-sessions.md]
+
+Each LoCoMo session — every turn of it as it was said, one per line, a few thousand
+characters — is written as one record in its conversation's scope, citing every dialog
+id of the session (the "whole-session units" of benchmarks that store one record per
+session). Every question of categories 1-4 is searched in its own scope, and recall@k
+is the share of its evidence ids covered by the top k records' (k = 3, 5, 10 of about
+25 records a scope: 5 is about a fifth of a scope, what 10 is of a fifty-session one).
+
+A session runs to 600-1,000 tokens, and the default model reads 256 at once. Two stores
+over the same records (SQLite files, as users run the store), in the same run: the
+store as shipped, whose embedder reads a long text whole in windows
+(:meth:`~memory_admin.embed.local.OnnxEmbedder._run`), and the baseline, the same
+model reading each text's first window alone (what truncation gives). Each is measured
+by keyword, semantic, hybrid and quality search, and by the plain cosine of its own
+vectors (the untuned baseline of search by meaning), with the time its ingest took.
+Vectors are embedded in the run: no cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.locomo import CATEGORIES, Dataset, Observation, Question, StoreRun, _evidence, sessions, turn_text
+from bench.measure import command, scratch, sqlite_url, write_report
+from memory_admin.embed import OnnxEmbedder, default_embedder
+from memory_admin.embed.protocol import Vector, numpy
+from memory_admin.store import open_store
+
+KS = (3, 5, 10)
+MAIN_K = 5
+"""The cut the per-conversation table and the check are read at."""
+RETRIEVERS = ("keyword", "plain cosine", "semantic", "hybrid", "quality")
+
+
+def load_sessions(path: Path) -> Dataset:
+    """The conversations with one record per session, and their questions of categories 1-4."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    conversations: list[str] = []
+    records: list[Observation] = []
+    questions: list[Question] = []
+    for sample in data:
+        name = str(sample["sample_id"])
+        conversations.append(name)
+        for stated, turns in sessions(sample["conversation"]):
+            text = "\n".join(turn_text(turn) for turn in turns)
+            records.append(Observation(name, text, frozenset(str(turn["dia_id"]) for turn in turns), stated))
+        for qa in sample["qa"]:
+            evidence = _evidence(qa.get("evidence", []))
+            if qa["category"] in CATEGORIES and evidence:
+                questions.append(Question(name, qa["question"], int(qa["category"]), evidence))
+    return Dataset(conversations, records, questions)
+
+
+class FirstWindow(OnnxEmbedder):
+    """The default model reading a text's first window alone (truncation): the baseline."""
+
+    def _run(self, text: str) -> Vector:
+        pooled: Vector = self._hidden(self._tokenizer.encode(text).ids).mean(axis=0)
+        return pooled
+
+
+def first_window() -> FirstWindow:
+    model = default_embedder()
+    return FirstWindow(
+        model._model_path,
+        model._tokenizer_path,
+        model_id=model.model_id,
+        dimensions=model.dimensions,
+        graph=model._graph,
+    )
+
+
+@dataclass
+class Measured:
+    """One store's figures: recall@k per retriever, per conversation (each question's share)."""
+
+    label: str
+    recall: dict[tuple[str, int], dict[str, list[float]]] = field(default_factory=dict)
+    ingest_seconds: float = 0.0
+
+    def at(self, retriever: str, k: int, conversation: str | None = None) -> float:
+        by = self.recall[retriever, k]
+        values = by[conversation] if conversation else [v for vs in by.values() for v in vs]
+        return statistics.fmean(values)
+
+
+def measure(dataset: Dataset, embedder: OnnxEmbedder, label: str) -> Measured:
+    np = numpy()
+    embedder.load()
+    out = Measured(label)
+    with scratch("sessions-") as folder, open_store(sqlite_url(folder), embedder=embedder) as store:
+        started = time.perf_counter()
+        run = StoreRun(store, dataset, "sessions", "hybrid")
+        out.ingest_seconds = time.perf_counter() - started
+        ids: dict[str, list[str]] = {}
+        for key, (conversation, _) in run.owner.items():
+            ids.setdefault(conversation, []).append(key)
+        texts = {key: record.content for key in run.owner if (record := store.get(key)) is not None}
+        vectors = {c: np.asarray(embedder.embed_documents([texts[k] for k in keys])) for c, keys in ids.items()}
+        for question in dataset.questions:
+            keys = ids[question.conversation]
+            cosines = vectors[question.conversation] @ embedder.embed_query(question.text)
+            ranked = {"plain cosine": [keys[i] for i in np.argsort(-cosines, kind="stable")]}
+            for mode in ("keyword", "semantic", "hybrid", "quality"):
+                query = run.query(question.conversation, question.text, max(KS), mode)
+                ranked[mode] = [hit.record.id for hit in store.search(query)]
+            for retriever, order in ranked.items():
+                for k in KS:
+                    cited = set().union(*(run.owner[key][1] for key in order[:k]))
+                    share = len(question.evidence & cited) / len(question.evidence)
+                    out.recall.setdefault((retriever, k), {}).setdefault(question.conversation, []).append(share)
+    return out
+
+
+def windows(dataset: Dataset, embedder: OnnxEmbedder) -> int:
+    """Model runs the records take read whole (a record within one window takes one)."""
+    embedder.load()
+    return sum(1 + len(embedder._tokenizer.encode(r.text).overflowing) for r in dataset.observations)
+
+
+def report(dataset: Dataset, shipped: Measured, baseline: Measured, runs: int, command_line: str) -> str:
+    chars = [len(r.text) for r in dataset.observations]
+    lines = [
+        "# Whole sessions as records",
+        "",
+        f"Command: `{command_line}`",
+        "",
+        f"{len(dataset.conversations)} conversations, {len(dataset.observations)} sessions written as records "
+        f"(one scope per conversation, {min(chars)}-{max(chars)} characters, "
+        f"{statistics.fmean(chars):.0f} on average), "
+        f"{len(dataset.questions)} questions of categories 1-4. The default model reads 256 tokens at once: the "
+        f"{len(dataset.observations)} records take {runs} windows read whole, one each read first-window-only. "
+        "recall@k: the share of a question's evidence ids the top k records cite.",
+        "",
+        f"| | {shipped.label} | {baseline.label} | difference |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for k in KS:
+        for retriever in RETRIEVERS:
+            a, b = shipped.at(retriever, k), baseline.at(retriever, k)
+            lines.append(f"| recall@{k}, {retriever} | {a:.4f} | {b:.4f} | {a - b:+.4f} |")
+    lines.append(
+        f"| ingest (s, embedding included) | {shipped.ingest_seconds:.2f} | {baseline.ingest_seconds:.2f} | "
+        f"{shipped.ingest_seconds / baseline.ingest_seconds:.2f}× |"
+    )
+    for measured in (shipped, baseline):
+        lines += ["", f"recall@{MAIN_K} by conversation, {measured.label}:", ""]
+        lines.append("| | " + " | ".join(dataset.conversations) + " | all |")
+        lines.append("| --- |" + " ---: |" * (len(dataset.conversations) + 1))
+        for retriever in RETRIEVERS:
+            cells = [f"{measured.at(retriever, MAIN_K, c):.4f}" for c in dataset.conversations]
+            lines.append(f"| {retriever} | " + " | ".join(cells) + f" | {measured.at(retriever, MAIN_K):.4f} |")
+    lines += ["", semantic_check(dataset, shipped), ""]
+    return "\n".join(lines)
+
+
+def semantic_check(dataset: Dataset, measured: Measured) -> str:
+    """Where semantic search falls below the plain cosine, conversation by conversation, at each cut."""
+    below = [
+        f"{c} at @{k} ({measured.at('semantic', k, c):.4f} against {measured.at('plain cosine', k, c):.4f})"
+        for k in KS
+        for c in dataset.conversations
+        if measured.at("semantic", k, c) < measured.at("plain cosine", k, c) - 1e-9
+    ]
+    if not below:
+        return f"Semantic search against the plain cosine, {measured.label}: at least as high on every conversation."
+    return f"Semantic search against the plain cosine, {measured.label}: below it on " + "; ".join(below) + "."
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.sessions", description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset", type=Path, help="LoCoMo JSON (e.g. ../shared/datasets/locomo/locomo-dev.json)")
+    parser.add_argument("--out", type=Path, help="also write the report (Markdown) to this file")
+    options = parser.parse_args(argv)
+    dataset = load_sessions(options.dataset)
+    model = default_embedder()
+    shipped = measure(dataset, model, "the store (read whole, in windows)")
+    baseline = measure(dataset, first_window(), "first window only")
+    text = report(dataset, shipped, baseline, windows(dataset, model), command("bench.sessions", argv))
+    print(text, end="")
+    write_report(options.out, text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
