@@ -35,7 +35,7 @@ from pathlib import Path
 from bench.locomo import CATEGORIES, Dataset, Observation, Question, StoreRun, _evidence, sessions, turn_text
 from bench.measure import command, scratch, sqlite_url, write_report
 from memory_admin.embed import OnnxEmbedder, default_embedder
-from memory_admin.embed.protocol import Vector, numpy
+from memory_admin.embed.protocol import Side, Vector, numpy
 from memory_admin.store import open_store
 
 KS = (3, 5, 10)
@@ -66,7 +66,7 @@ def load_sessions(path: Path) -> Dataset:
 class FirstWindow(OnnxEmbedder):
     """The default model reading a text's first window alone (truncation): the baseline."""
 
-    def _run(self, text: str) -> Vector:
+    def _run(self, text: str, side: Side = "document") -> Vector:
         pooled: Vector = self._hidden(self._tokenizer.encode(text).ids).mean(axis=0)
         return pooled
 

@@ -117,7 +117,7 @@ class OnnxEmbedder(BaseEmbedder):
             path = Path(self._model_path() if callable(self._model_path) else self._model_path)
             model: bytes | str = self._graph(path) if self._graph is not None else str(path)
             tokenizer = tokenizers.Tokenizer.from_file(str(self._tokenizer_path))
-            # a text past max_tokens overflows into further windows, each run on its own (_run)
+            # a document past max_tokens overflows into further windows, each run on its own (_run)
             tokenizer.enable_truncation(max_length=self.max_tokens)
             tokenizer.no_padding()  # a text runs alone (the file asks for 128 tokens of padding)
             options = ort.SessionOptions()
@@ -130,15 +130,17 @@ class OnnxEmbedder(BaseEmbedder):
             self._tokenizer = tokenizer
             self._session = session  # last: `loaded` turns true only once everything is ready
 
-    def _run(self, text: str) -> Vector:
+    def _run(self, text: str, side: Side = "document") -> Vector:
         """One text's pooled (not yet normalised) vector: the mean of its tokens' last
-        hidden states. A text longer than the model reads at once (``max_tokens``) runs
-        as consecutive windows of that many tokens, each with its own ``[CLS]`` and
+        hidden states. A document longer than the model reads at once (``max_tokens``)
+        runs as consecutive windows of that many tokens, each with its own ``[CLS]`` and
         ``[SEP]`` (the tokenizer's overflow), and the mean is over every window's tokens:
         what mean pooling gives a text the model could read whole, where truncation would
-        keep its first ``max_tokens`` tokens alone (docs/search.md, "Long records")."""
+        keep its first ``max_tokens`` tokens alone. A query is read to its first window:
+        a search's time should not grow with a pasted page (docs/search.md, "Long records")."""
         encoding = self._tokenizer.encode(text)
-        states = [self._hidden(window.ids) for window in (encoding, *encoding.overflowing)]
+        windows = (encoding, *encoding.overflowing) if side == "document" else (encoding,)
+        states = [self._hidden(window.ids) for window in windows]
         pooled: Vector = (states[0] if len(states) == 1 else numpy().concatenate(states)).mean(axis=0)
         return pooled
 
@@ -166,9 +168,9 @@ class OnnxEmbedder(BaseEmbedder):
         self.load()
         np = numpy()
         if len(texts) == 1 or self.threads == 1:
-            rows = [self._run(text) for text in texts]
+            rows = [self._run(text, side) for text in texts]
         else:
-            rows = list(self._workers().map(self._run, texts))
+            rows = list(self._workers().map(self._run, texts, [side] * len(texts)))
         matrix: Matrix = np.stack(rows).astype(np.float32, copy=False)
         return matrix
 

@@ -80,6 +80,9 @@ def test_a_long_text_is_read_whole_in_windows(embedder: OnnxEmbedder) -> None:
     np.testing.assert_allclose(whole, pooled / np.linalg.norm(pooled), atol=1e-5)
     huge = embedder.embed_documents(["word " * 2000])  # many windows: still one unit row
     assert huge.shape == (1, 384) and abs(float(np.linalg.norm(huge[0])) - 1.0) < 1e-5
+    # a query is read to its first window: a search's time does not grow with a pasted page
+    np.testing.assert_allclose(embedder.embed_query(text), truncated, atol=1e-5)
+    np.testing.assert_allclose(embedder.embed_queries([text, filler])[0], truncated, atol=1e-5)
 
 
 def test_a_text_within_one_window_runs_once(embedder: OnnxEmbedder) -> None:
