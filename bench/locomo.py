@@ -164,17 +164,47 @@ def turn_text(turn: dict[str, Any]) -> str:
     return text
 
 
-def _turns(name: str, conversation: dict[str, Any]) -> list[Observation]:
+def _observations(name: str, sample: dict[str, Any]) -> list[Observation]:
+    """LoCoMo's observations: atomic facts, each citing the dialog ids it came from."""
+    observations = []
+    for key, session in sample["observation"].items():
+        stated = session_time(sample["conversation"].get(key.replace("_observation", "_date_time")))
+        for facts in session.values():
+            for text, dialog in facts:
+                ids = [dialog] if isinstance(dialog, str) else list(dialog)
+                observations.append(Observation(name, text, frozenset(ids), stated))
+    return observations
+
+
+def _turns(name: str, sample: dict[str, Any]) -> list[Observation]:
+    """Each turn of the dialog as it was said, citing itself."""
     return [
         Observation(name, turn_text(turn), frozenset([str(turn["dia_id"])]), stated)
-        for stated, session in sessions(conversation)
+        for stated, session in sessions(sample["conversation"])
         for turn in session
     ]
 
 
+def _sessions(name: str, sample: dict[str, Any]) -> list[Observation]:
+    """Each session whole, its turns one a line, citing every one of them (:mod:`bench.sessions`)."""
+    return [
+        Observation(
+            name,
+            "\n".join(turn_text(turn) for turn in turns),
+            frozenset(str(turn["dia_id"]) for turn in turns),
+            stated,
+        )
+        for stated, turns in sessions(sample["conversation"])
+    ]
+
+
+RECORDS = {"observations": _observations, "turns": _turns, "sessions": _sessions}
+"""What a record can be: each of :data:`UNITS`, and whole sessions."""
+
+
 def load_dataset(path: Path, units: str = "observations") -> Dataset:
-    """The conversations, their records (``units``: :data:`UNITS`) and their questions of
-    categories 1-4."""
+    """The conversations, their records (``units``: a key of :data:`RECORDS`) and their
+    questions of categories 1-4."""
     data = json.loads(path.read_text(encoding="utf-8"))
     conversations: list[str] = []
     observations: list[Observation] = []
@@ -182,15 +212,7 @@ def load_dataset(path: Path, units: str = "observations") -> Dataset:
     for sample in data:
         name = str(sample["sample_id"])
         conversations.append(name)
-        if units == "turns":
-            observations += _turns(name, sample["conversation"])
-            sample = {**sample, "observation": {}}
-        for key, session in sample["observation"].items():
-            stated = session_time(sample["conversation"].get(key.replace("_observation", "_date_time")))
-            for facts in session.values():
-                for text, dialog in facts:
-                    ids = [dialog] if isinstance(dialog, str) else list(dialog)
-                    observations.append(Observation(name, text, frozenset(ids), stated))
+        observations += RECORDS[units](name, sample)
         for qa in sample["qa"]:
             evidence = _evidence(qa.get("evidence", []))
             if qa["category"] in CATEGORIES and evidence:

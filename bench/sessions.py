@@ -24,7 +24,6 @@ Vectors are embedded in the run: no cache.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -32,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.locomo import CATEGORIES, Dataset, Observation, Question, StoreRun, _evidence, sessions, turn_text
+from bench.locomo import Dataset, StoreRun, load_dataset
 from bench.measure import command, scratch, sqlite_url, write_report
 from memory_admin.embed import OnnxEmbedder, default_embedder
 from memory_admin.embed.protocol import Side, Vector, numpy
@@ -42,25 +41,6 @@ KS = (3, 5, 10)
 MAIN_K = 5
 """The cut the per-conversation table and the check are read at."""
 RETRIEVERS = ("keyword", "plain cosine", "semantic", "hybrid", "quality")
-
-
-def load_sessions(path: Path) -> Dataset:
-    """The conversations with one record per session, and their questions of categories 1-4."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    conversations: list[str] = []
-    records: list[Observation] = []
-    questions: list[Question] = []
-    for sample in data:
-        name = str(sample["sample_id"])
-        conversations.append(name)
-        for stated, turns in sessions(sample["conversation"]):
-            text = "\n".join(turn_text(turn) for turn in turns)
-            records.append(Observation(name, text, frozenset(str(turn["dia_id"]) for turn in turns), stated))
-        for qa in sample["qa"]:
-            evidence = _evidence(qa.get("evidence", []))
-            if qa["category"] in CATEGORIES and evidence:
-                questions.append(Question(name, qa["question"], int(qa["category"]), evidence))
-    return Dataset(conversations, records, questions)
 
 
 class FirstWindow(OnnxEmbedder):
@@ -184,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("dataset", type=Path, help="LoCoMo JSON (e.g. ../shared/datasets/locomo/locomo-dev.json)")
     parser.add_argument("--out", type=Path, help="also write the report (Markdown) to this file")
     options = parser.parse_args(argv)
-    dataset = load_sessions(options.dataset)
+    dataset = load_dataset(options.dataset, "sessions")
     model = default_embedder()
     shipped = measure(dataset, model, "the store (read whole, in windows)")
     baseline = measure(dataset, first_window(), "first window only")

@@ -12,7 +12,8 @@ from tests.support.optional import needs_extra
 
 pytest.importorskip("numpy", reason=needs_extra("semantic"))
 
-from bench.sessions import KS, RETRIEVERS, Measured, load_sessions, main, semantic_check
+from bench.locomo import load_dataset
+from bench.sessions import KS, RETRIEVERS, Measured, main, semantic_check
 from memory_admin.embed import OnnxEmbedder
 
 FILLER = [f"Bo: the notes for week {week} cover the budget review and the hiring plan." for week in range(20)]
@@ -61,7 +62,7 @@ def dataset(tmp_path: Path) -> Path:
 
 
 def test_each_session_is_one_record_citing_its_turns(dataset: Path) -> None:
-    loaded = load_sessions(dataset)
+    loaded = load_dataset(dataset, "sessions")
     assert loaded.conversations == ["conv-a"]
     assert len(loaded.observations) == len(TOPICS) + 1
     lisbon = loaded.observations[1]
