@@ -18,6 +18,8 @@ store as shipped, whose embedder reads a long text whole in windows
 model reading each text's first window alone (what truncation gives). Each is measured
 by keyword, semantic, hybrid and quality search, and by the plain cosine of its own
 vectors (the untuned baseline of search by meaning), with the time its ingest took.
+Semantic search is also measured with its relevance floor off: the floor leaves out
+records whose cosine is under it, where the plain cosine ranks every record.
 Vectors are embedded in the run: no cache.
 """
 
@@ -31,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.folds import floor_at
 from bench.locomo import Dataset, StoreRun, load_dataset
 from bench.measure import command, scratch, sqlite_url, write_report
 from memory_admin.embed import OnnxEmbedder, default_embedder
@@ -40,7 +43,9 @@ from memory_admin.store import open_store
 KS = (3, 5, 10)
 MAIN_K = 5
 """The cut the per-conversation table and the check are read at."""
-RETRIEVERS = ("keyword", "plain cosine", "semantic", "hybrid", "quality")
+RETRIEVERS = ("keyword", "plain cosine", "semantic", "semantic, no floor", "hybrid", "quality")
+UNFLOORED = "semantic, no floor"
+"""Semantic search with the relevance floor off: every record ranked, as the plain cosine ranks."""
 
 
 class FirstWindow(OnnxEmbedder):
@@ -96,6 +101,9 @@ def measure(dataset: Dataset, embedder: OnnxEmbedder, label: str) -> Measured:
             for mode in ("keyword", "semantic", "hybrid", "quality"):
                 query = run.query(question.conversation, question.text, max(KS), mode)
                 ranked[mode] = [hit.record.id for hit in store.search(query)]
+            with floor_at(None):
+                query = run.query(question.conversation, question.text, max(KS), "semantic")
+                ranked[UNFLOORED] = [hit.record.id for hit in store.search(query)]
             for retriever, order in ranked.items():
                 for k in KS:
                     cited = set().union(*(run.owner[key][1] for key in order[:k]))
