@@ -14,7 +14,7 @@ is the share of its evidence ids covered by the top k records' (k = 3, 5, 10 of 
 A session runs to 600-1,000 tokens, and the default model reads 256 at once. Two stores
 over the same records (SQLite files, as users run the store), in the same run: the
 store as shipped, whose embedder reads a long text whole in windows
-(:meth:`~memory_admin.embed.local.OnnxEmbedder._run`), and the baseline, the same
+(:meth:`~memory_admin.embed.local.OnnxEmbedder._windows`), and the baseline, the same
 model reading each text's first window alone (what truncation gives). Each is measured
 by keyword, semantic, hybrid and quality search, and by the plain cosine of its own
 vectors (the untuned baseline of search by meaning), with the time its ingest took.
@@ -37,7 +37,7 @@ from bench.folds import floor_at
 from bench.locomo import Dataset, StoreRun, load_dataset
 from bench.measure import command, scratch, sqlite_url, write_report
 from memory_admin.embed import OnnxEmbedder, default_embedder
-from memory_admin.embed.protocol import Side, Vector, numpy
+from memory_admin.embed.protocol import Side, numpy
 from memory_admin.store import open_store
 
 KS = (3, 5, 10)
@@ -51,9 +51,9 @@ UNFLOORED = "semantic, no floor"
 class FirstWindow(OnnxEmbedder):
     """The default model reading a text's first window alone (truncation): the baseline."""
 
-    def _run(self, text: str, side: Side = "document") -> Vector:
-        pooled: Vector = self._hidden(self._tokenizer.encode(text).ids).mean(axis=0)
-        return pooled
+    def _windows(self, text: str, side: Side) -> list[list[int]]:
+        first: list[int] = self._tokenizer.encode(text).ids
+        return [first]
 
 
 def first_window() -> FirstWindow:

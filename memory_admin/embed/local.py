@@ -117,7 +117,7 @@ class OnnxEmbedder(BaseEmbedder):
             path = Path(self._model_path() if callable(self._model_path) else self._model_path)
             model: bytes | str = self._graph(path) if self._graph is not None else str(path)
             tokenizer = tokenizers.Tokenizer.from_file(str(self._tokenizer_path))
-            # a document past max_tokens overflows into further windows, each run on its own (_run)
+            # a document past max_tokens overflows into further windows, each run on its own (_windows)
             tokenizer.enable_truncation(max_length=self.max_tokens)
             tokenizer.no_padding()  # a text runs alone (the file asks for 128 tokens of padding)
             options = ort.SessionOptions()
@@ -130,19 +130,15 @@ class OnnxEmbedder(BaseEmbedder):
             self._tokenizer = tokenizer
             self._session = session  # last: `loaded` turns true only once everything is ready
 
-    def _run(self, text: str, side: Side = "document") -> Vector:
-        """One text's pooled (not yet normalised) vector: the mean of its tokens' last
-        hidden states. A document longer than the model reads at once (``max_tokens``)
-        runs as consecutive windows of that many tokens, each with its own ``[CLS]`` and
-        ``[SEP]`` (the tokenizer's overflow), and the mean is over every window's tokens:
-        what mean pooling gives a text the model could read whole, where truncation would
-        keep its first ``max_tokens`` tokens alone. A query is read to its first window:
-        a search's time should not grow with a pasted page (docs/search.md, "Long records")."""
+    def _windows(self, text: str, side: Side) -> list[list[int]]:
+        """The token ids of each run of the model a text takes. A document longer than the
+        model reads at once (``max_tokens``) runs as consecutive windows of that many
+        tokens, each with its own ``[CLS]`` and ``[SEP]`` (the tokenizer's overflow), where
+        truncation would keep the first alone; a query is read to its first window, so a
+        search's time does not grow with a pasted page (docs/search.md, "Long records")."""
         encoding = self._tokenizer.encode(text)
         windows = (encoding, *encoding.overflowing) if side == "document" else (encoding,)
-        states = [self._hidden(window.ids) for window in windows]
-        pooled: Vector = (states[0] if len(states) == 1 else numpy().concatenate(states)).mean(axis=0)
-        return pooled
+        return [window.ids for window in windows]
 
     def _hidden(self, ids: list[int]) -> Vector:
         """The last hidden states of one run of the model, ``(tokens, dimensions)``."""
@@ -165,12 +161,22 @@ class OnnxEmbedder(BaseEmbedder):
             return self._pool
 
     def _embed_batch(self, texts: list[str], side: Side) -> Matrix:
+        """Each text's mean over the last hidden states of every token of every window it
+        takes: what mean pooling gives a text the model could read whole. The windows of
+        all the texts run ``threads`` at a time, so a long record's run side by side too."""
         self.load()
         np = numpy()
-        if len(texts) == 1 or self.threads == 1:
-            rows = [self._run(text, side) for text in texts]
+        windows = [self._windows(text, side) for text in texts]
+        runs = [ids for taken in windows for ids in taken]
+        if len(runs) == 1 or self.threads == 1:
+            states = [self._hidden(ids) for ids in runs]
         else:
-            rows = list(self._workers().map(self._run, texts, [side] * len(texts)))
+            states = list(self._workers().map(self._hidden, runs))
+        rows, start = [], 0
+        for taken in windows:
+            mine = states[start : start + len(taken)]
+            start += len(taken)
+            rows.append(mine[0].mean(axis=0) if len(mine) == 1 else np.concatenate(mine).mean(axis=0))
         matrix: Matrix = np.stack(rows).astype(np.float32, copy=False)
         return matrix
 
