@@ -85,6 +85,18 @@ def test_a_long_text_is_read_whole_in_windows(embedder: OnnxEmbedder) -> None:
     np.testing.assert_allclose(embedder.embed_queries([text, filler])[0], truncated, atol=1e-5)
 
 
+def test_a_batch_of_long_and_short_texts_gives_each_its_own_vector(embedder: OnnxEmbedder) -> None:
+    """The windows of a batch run side by side and are pooled back per text, in order."""
+    long = " ".join(f"Week {week}: the budget review moved and the hiring plan grew." for week in range(60))
+    texts = [FACTS[0], long, FACTS[1], long[: len(long) // 2], FACTS[2]]
+    embedder.load()
+    assert [len(embedder._windows(text, "document")) for text in texts] == [1, 4, 1, 2, 1]
+    together = embedder.embed_documents(texts)
+    alone = np.stack([embedder.embed_documents([text])[0] for text in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    assert not np.allclose(together[1], together[3], atol=1e-3), "each long text its own windows"
+
+
 def test_a_text_within_one_window_runs_once(embedder: OnnxEmbedder) -> None:
     embedder.load()
     encoding = embedder._tokenizer.encode(FACTS[0])
