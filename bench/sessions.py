@@ -92,7 +92,7 @@ def measure(dataset: Dataset, embedder: OnnxEmbedder, label: str) -> Measured:
         ids: dict[str, list[str]] = {}
         for key, (conversation, _) in run.owner.items():
             ids.setdefault(conversation, []).append(key)
-        texts = {key: record.content for key in run.owner if (record := store.get(key)) is not None}
+        texts = dict(zip(run.owner, (r.text for r in dataset.observations), strict=True))  # written in order
         vectors = {c: np.asarray(embedder.embed_documents([texts[k] for k in keys])) for c, keys in ids.items()}
         for question in dataset.questions:
             keys = ids[question.conversation]
@@ -115,7 +115,7 @@ def measure(dataset: Dataset, embedder: OnnxEmbedder, label: str) -> Measured:
 def windows(dataset: Dataset, embedder: OnnxEmbedder) -> int:
     """Model runs the records take read whole (a record within one window takes one)."""
     embedder.load()
-    return sum(1 + len(embedder._tokenizer.encode(r.text).overflowing) for r in dataset.observations)
+    return sum(len(embedder._windows(r.text, "document")) for r in dataset.observations)
 
 
 def report(dataset: Dataset, shipped: Measured, baseline: Measured, runs: int, command_line: str) -> str:

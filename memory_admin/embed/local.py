@@ -176,7 +176,7 @@ class OnnxEmbedder(BaseEmbedder):
         for taken in windows:
             mine = states[start : start + len(taken)]
             start += len(taken)
-            rows.append(mine[0].mean(axis=0) if len(mine) == 1 else np.concatenate(mine).mean(axis=0))
+            rows.append(np.concatenate(mine).mean(axis=0))
         matrix: Matrix = np.stack(rows).astype(np.float32, copy=False)
         return matrix
 
