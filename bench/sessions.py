@@ -21,6 +21,12 @@ vectors (the untuned baseline of search by meaning), with the time its ingest to
 Semantic search is also measured with its relevance floor off: the floor leaves out
 records whose cosine is under it, where the plain cosine ranks every record.
 Vectors are embedded in the run: no cache.
+
+A record read in several windows keeps a vector per window beside its own, and its
+similarity to a query mixes in its best window's (``tuning.WINDOW_WEIGHT``). The store
+is measured at each weight of ``--weights`` (and at 0, the record's own vector alone),
+and the weight is chosen out of fold: each conversation's picked on the others, by the
+sum of semantic and hybrid search's recall@5 over their questions, and measured on it.
 """
 
 from __future__ import annotations
@@ -29,13 +35,15 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.folds import floor_at
 from bench.locomo import Dataset, StoreRun, load_dataset
 from bench.measure import command, scratch, sqlite_url, write_report
+from memory_admin import tuning
 from memory_admin.embed import OnnxEmbedder, default_embedder
 from memory_admin.embed.protocol import Side, numpy
 from memory_admin.store import open_store
@@ -46,6 +54,11 @@ MAIN_K = 5
 RETRIEVERS = ("keyword", "plain cosine", "semantic", "semantic, no floor", "hybrid", "quality")
 UNFLOORED = "semantic, no floor"
 """Semantic search with the relevance floor off: every record ranked, as the plain cosine ranks."""
+WEIGHTS = (0.25, 0.5, 0.75, 1.0)
+"""The best window's weights tried beside 0 (the record's own vector alone) and the store's."""
+PICKED_BY = ("semantic", "hybrid")
+"""The searches whose recall@``MAIN_K`` picks a fold's weight (both use it)."""
+WEIGHED = ("semantic", "hybrid", "quality")
 
 
 class FirstWindow(OnnxEmbedder):
@@ -77,8 +90,40 @@ class Measured:
 
     def at(self, retriever: str, k: int, conversation: str | None = None) -> float:
         by = self.recall[retriever, k]
-        values = by[conversation] if conversation else [v for vs in by.values() for v in vs]
-        return statistics.fmean(values)
+        return self.over(retriever, k, [conversation] if conversation else list(by))
+
+    def over(self, retriever: str, k: int, conversations: Sequence[str]) -> float:
+        """The mean over these conversations' questions."""
+        by = self.recall[retriever, k]
+        return statistics.fmean(v for c in conversations for v in by[c])
+
+
+@contextmanager
+def window_weight(weight: float) -> Iterator[None]:
+    kept = tuning.WINDOW_WEIGHT
+    tuning.WINDOW_WEIGHT = weight
+    try:
+        yield
+    finally:
+        tuning.WINDOW_WEIGHT = kept
+
+
+def picks(conversations: Sequence[str], by_weight: dict[float, Measured]) -> dict[str, float]:
+    """Each conversation's weight, picked on the others: the highest sum of
+    :data:`PICKED_BY`'s recall@``MAIN_K`` over their questions (a tie to the smaller)."""
+    chosen = {}
+    for held in conversations:
+        others = [c for c in conversations if c != held]
+        chosen[held] = max(
+            sorted(by_weight),
+            key=lambda w: (sum(by_weight[w].over(r, MAIN_K, others) for r in PICKED_BY), -w),
+        )
+    return chosen
+
+
+def out_of_fold(by_weight: dict[float, Measured], chosen: dict[str, float], retriever: str, k: int) -> float:
+    """Recall@k with each conversation's questions searched at the weight picked on the others."""
+    return statistics.fmean(v for c, w in chosen.items() for v in by_weight[w].recall[retriever, k][c])
 
 
 def measure(dataset: Dataset, embedder: OnnxEmbedder, label: str) -> Measured:
@@ -118,7 +163,8 @@ def windows(dataset: Dataset, embedder: OnnxEmbedder) -> int:
     return sum(len(embedder._windows(r.text, "document")) for r in dataset.observations)
 
 
-def report(dataset: Dataset, shipped: Measured, baseline: Measured, runs: int, command_line: str) -> str:
+def report(dataset: Dataset, by_weight: dict[float, Measured], baseline: Measured, runs: int, command_line: str) -> str:
+    shipped = by_weight[tuning.WINDOW_WEIGHT]
     chars = [len(r.text) for r in dataset.observations]
     lines = [
         "# Whole sessions as records",
@@ -150,8 +196,43 @@ def report(dataset: Dataset, shipped: Measured, baseline: Measured, runs: int, c
         for retriever in RETRIEVERS:
             cells = [f"{measured.at(retriever, MAIN_K, c):.4f}" for c in dataset.conversations]
             lines.append(f"| {retriever} | " + " | ".join(cells) + f" | {measured.at(retriever, MAIN_K):.4f} |")
-    lines += ["", semantic_check(dataset, shipped), ""]
+    lines += ["", semantic_check(dataset, shipped), "", *windows_section(dataset, by_weight), ""]
     return "\n".join(lines)
+
+
+def windows_section(dataset: Dataset, by_weight: dict[float, Measured]) -> list[str]:
+    """The best window's weight: every weight's figures, and the weight chosen out of fold."""
+    lines = [
+        "## The best window's weight, out of fold",
+        "",
+        "A record read in several windows keeps a vector per window beside its own; its similarity to a query "
+        "is (1 - w) × its own vector's + w × its best window's (`tuning.WINDOW_WEIGHT`, "
+        f"{tuning.WINDOW_WEIGHT:g} in the store). Every weight, over every question:",
+        "",
+        "| w | " + " | ".join(f"{r} @{k}" for r in WEIGHED for k in KS) + " |",
+        "| ---: |" + " ---: |" * (len(WEIGHED) * len(KS)),
+    ]
+    for w, measured in sorted(by_weight.items()):
+        lines.append(f"| {w:g} | " + " | ".join(f"{measured.at(r, k):.4f}" for r in WEIGHED for k in KS) + " |")
+    if len(dataset.conversations) < 2:
+        return [*lines, "", "Folds need two conversations or more: the weight is not chosen here."]
+    chosen = picks(dataset.conversations, by_weight)
+    lines += [
+        "",
+        "Each conversation's weight picked on the others (the highest sum of "
+        + " and ".join(PICKED_BY)
+        + f" search's recall@{MAIN_K} over their questions), and measured on it: "
+        + ", ".join(f"{c} {w:g}" for c, w in chosen.items())
+        + ".",
+        "",
+        "| | out of fold | own vector alone (w = 0) | difference |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for r in WEIGHED:
+        for k in KS:
+            a, b = out_of_fold(by_weight, chosen, r, k), by_weight[0.0].at(r, k)
+            lines.append(f"| recall@{k}, {r} | {a:.4f} | {b:.4f} | {a - b:+.4f} |")
+    return lines
 
 
 def semantic_check(dataset: Dataset, measured: Measured) -> str:
@@ -171,12 +252,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.sessions", description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", type=Path, help="LoCoMo JSON (e.g. ../shared/datasets/locomo/locomo-dev.json)")
     parser.add_argument("--out", type=Path, help="also write the report (Markdown) to this file")
+    parser.add_argument(
+        "--weights",
+        type=float,
+        nargs="+",
+        default=WEIGHTS,
+        help="the best window's weights tried, beside 0 and the store's (default: %(default)s)",
+    )
     options = parser.parse_args(argv)
     dataset = load_dataset(options.dataset, "sessions")
     model = default_embedder()
-    shipped = measure(dataset, model, "the store (read whole, in windows)")
+    by_weight = {}
+    for weight in sorted({0.0, tuning.WINDOW_WEIGHT, *options.weights}):
+        with window_weight(weight):
+            by_weight[weight] = measure(dataset, model, f"the store, w = {weight:g}")
+    by_weight[tuning.WINDOW_WEIGHT].label = "the store (read whole, in windows)"
     baseline = measure(dataset, first_window(), "first window only")
-    text = report(dataset, shipped, baseline, windows(dataset, model), command("bench.sessions", argv))
+    text = report(dataset, by_weight, baseline, windows(dataset, model), command("bench.sessions", argv))
     print(text, end="")
     write_report(options.out, text)
     return 0

@@ -52,6 +52,12 @@ CENTRE_SAMPLE = 512
 """Vectors a collection's mean is measured on: all of a smaller one, else this many
 spread over it (the mean of 512 unit vectors is within about 0.04 of the whole's)."""
 
+WINDOW_WEIGHT = 0.5
+"""How much a long record's best window counts in its similarity to a query, against its
+whole vector's (:func:`~memory_admin.store.vectors.with_windows`): a record the model
+reads in several windows stores a vector per window beside its own. 0 ranks by the whole
+vector alone. Picked out of fold on whole sessions as records (docs/search.md, "Long records")."""
+
 # --- search by meaning: fusion and the context lift (memory_admin.store.vectors) ----------
 # Each choice was made out of fold on LoCoMo's development split, with its observations and
 # with its dialog turns as records (`python -m bench.locomo … --folds`): picked on four

@@ -13,7 +13,7 @@ from tests.support.optional import needs_extra
 pytest.importorskip("numpy", reason=needs_extra("semantic"))
 
 from bench.locomo import load_dataset
-from bench.sessions import KS, RETRIEVERS, Measured, main, semantic_check
+from bench.sessions import KS, RETRIEVERS, Measured, main, out_of_fold, picks, semantic_check
 from memory_admin.embed import OnnxEmbedder
 
 FILLER = [f"Bo: the notes for week {week} cover the budget review and the hiring plan." for week in range(20)]
@@ -83,9 +83,10 @@ def test_the_report_compares_reading_whole_with_the_first_window(
     assert text == capsys.readouterr().out
     assert "1 conversations, 15 sessions written as records" in text
     assert "15 records take 16 windows read whole, one each read first-window-only" in text
+    first_table = next(block for block in text.split("\n\n") if block.startswith("| | the store"))
     rows = {
         line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:]
-        for line in text.splitlines()
+        for line in first_table.splitlines()
         if line.startswith("| recall@")
     }
     assert list(rows) == [f"recall@{k}, {r}" for k in KS for r in RETRIEVERS]
@@ -97,6 +98,10 @@ def test_the_report_compares_reading_whole_with_the_first_window(
     assert rows["recall@5, keyword"][0] == rows["recall@5, keyword"][1] == "1.0000"
     assert "| ingest (s, embedding included) |" in text
     assert "Semantic search against the plain cosine, the store (read whole, in windows):" in text
+    # the best window's weight: every weight tried (0, the store's and --weights' default)
+    weights = [line.split(" | ")[0].lstrip("| ") for line in text.split("## The best window's weight")[1].splitlines()]
+    assert [w for w in weights if w[:1].isdigit()] == ["0", "0.25", "0.5", "0.75", "1"]
+    assert text.rstrip().endswith("Folds need two conversations or more: the weight is not chosen here.")
 
 
 def test_the_check_names_where_semantic_search_falls_below_the_plain_cosine() -> None:
@@ -110,3 +115,26 @@ def test_the_check_names_where_semantic_search_falls_below_the_plain_cosine() ->
     assert semantic_check(data, measured).endswith("at least as high on every conversation.")
     measured.recall["semantic", 10] = {"c1": [0.5], "c2": [0.5]}
     assert semantic_check(data, measured).endswith("below it on c2 at @10 (0.5000 against 1.0000).")
+
+
+def test_each_conversation_s_weight_is_picked_on_the_others() -> None:
+    """The fold rule: a conversation's weight is the one the other conversations' questions
+    prefer (semantic plus hybrid recall@5, a tie to the smaller), and it is measured on the
+    conversation's own questions at that weight."""
+
+    def at(semantic: dict[str, list[float]], hybrid: dict[str, list[float]]) -> Measured:
+        measured = Measured("a store")
+        measured.recall["semantic", 5] = semantic
+        measured.recall["hybrid", 5] = hybrid
+        return measured
+
+    by_weight = {
+        0.0: at({"a": [0.5], "b": [0.5], "c": [0.5, 0.5]}, {"a": [0.5], "b": [0.5], "c": [0.5, 0.5]}),
+        0.5: at({"a": [1.0], "b": [0.0], "c": [0.75, 0.75]}, {"a": [0.5], "b": [0.5], "c": [0.5, 0.5]}),
+        1.0: at({"a": [0.0], "b": [1.0], "c": [0.5, 0.5]}, {"a": [0.5], "b": [0.5], "c": [0.0, 1.0]}),
+    }
+    chosen = picks(["a", "b", "c"], by_weight)
+    # a: b's and c's questions sum 1.1667 at 1 (against 1.0); b: a's and c's 1.3333 at 0.5;
+    # c: a's and b's 1.0 at every weight, a tie to the smallest
+    assert chosen == {"a": 1.0, "b": 0.5, "c": 0.0}
+    assert out_of_fold(by_weight, chosen, "semantic", 5) == pytest.approx((0.0 + 0.0 + 0.5 + 0.5) / 4)

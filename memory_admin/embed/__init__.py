@@ -47,7 +47,9 @@ from memory_admin.embed.quantize import (
     quantize_int8,
     scaled_sum,
     stack_blobs,
+    stack_with_windows,
     to_blob,
+    to_blobs,
 )
 from memory_admin.embed.sentence_transformers import SentenceTransformerEmbedder
 
@@ -129,6 +131,8 @@ __all__ = [
     "rrf_fusion",
     "scaled_sum",
     "stack_blobs",
+    "stack_with_windows",
     "to_blob",
+    "to_blobs",
     "zscore_fusion",
 ]

@@ -16,13 +16,13 @@ from __future__ import annotations
 import importlib.resources
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from memory_admin.embed.int8_graph import cached_int8_matmuls
-from memory_admin.embed.protocol import BaseEmbedder, EmbedderError, Matrix, Side, Vector, numpy, require
+from memory_admin.embed.protocol import BaseEmbedder, EmbedderError, Matrix, Side, Vector, normalise, numpy, require
 
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2:onnx-int8:8199be6f"
 """The default's vector space: the model, its int8 ONNX file (sha256 prefix) and mean pooling."""
@@ -160,25 +160,49 @@ class OnnxEmbedder(BaseEmbedder):
                 self._pool_pid = os.getpid()
             return self._pool
 
-    def _embed_batch(self, texts: list[str], side: Side) -> Matrix:
-        """Each text's mean over the last hidden states of every token of every window it
-        takes: what mean pooling gives a text the model could read whole. The windows of
-        all the texts run ``threads`` at a time, so a long record's run side by side too."""
+    def _states(self, texts: list[str], side: Side) -> list[list[Matrix]]:
+        """Each text's last hidden states, one ``(tokens, dimensions)`` array a window it
+        takes. The windows of all the texts run ``threads`` at a time, so a long record's
+        run side by side too."""
         self.load()
-        np = numpy()
         windows = [self._windows(text, side) for text in texts]
         runs = [ids for taken in windows for ids in taken]
         if len(runs) == 1 or self.threads == 1:
             states = [self._hidden(ids) for ids in runs]
         else:
             states = list(self._workers().map(self._hidden, runs))
-        rows, start = [], 0
+        out, start = [], 0
         for taken in windows:
-            mine = states[start : start + len(taken)]
+            out.append(states[start : start + len(taken)])
             start += len(taken)
-            rows.append(np.concatenate(mine).mean(axis=0))
+        return out
+
+    def _embed_batch(self, texts: list[str], side: Side) -> Matrix:
+        """Each text's mean over the last hidden states of every token of every window it
+        takes: what mean pooling gives a text the model could read whole."""
+        np = numpy()
+        rows = [np.concatenate(states).mean(axis=0) for states in self._states(texts, side)]
         matrix: Matrix = np.stack(rows).astype(np.float32, copy=False)
         return matrix
+
+    def embed_document_windows(self, texts: Sequence[str]) -> tuple[Matrix, list[Matrix | None]]:
+        """:meth:`embed_documents`'s vectors, and beside each the vectors of its windows
+        when the model reads it in more than one (each window's mean over its tokens,
+        normalised; ``None`` for a text within one window), from the same runs of the model.
+        A store keeps them after the record's own vector (docs/search.md, "Long records")."""
+        np = numpy()
+        if isinstance(texts, str):
+            raise TypeError("pass a sequence of texts, not one string")
+        items = list(texts)
+        pooled: list[Vector] = []
+        windows: list[Matrix | None] = []
+        for start in range(0, len(items), self.batch_size):
+            for states in self._states(items[start : start + self.batch_size], "document"):
+                pooled.append(np.concatenate(states).mean(axis=0))
+                windows.append(normalise(np.stack([part.mean(axis=0) for part in states])) if len(states) > 1 else None)
+        if not pooled:
+            return np.zeros((0, self.dimensions), dtype=np.float32), []
+        return normalise(np.stack(pooled).astype(np.float32, copy=False)), windows
 
 
 def default_embedder(**options: Any) -> OnnxEmbedder:

@@ -8,11 +8,15 @@ float vectors is far below the gaps that order search results (tested: mean abso
 error under 0.002 on real embeddings).
 
 The blob layout (:func:`to_blob` / :func:`from_blob`) is the scale as little-endian
-float32, then the codes: what a store writes in one BLOB column beside the record.
+float32, then the codes: what a store writes in one BLOB column beside the record. A
+record longer than its model reads at once may carry one more such vector per window
+after its own (:func:`to_blobs` with ``windows``): every reader of the record's vector
+reads the first, and :func:`stack_with_windows` the rest too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memory_admin.embed.protocol import EmbedderError, Matrix, Vector, numpy
@@ -26,6 +30,8 @@ if TYPE_CHECKING:
 else:
     Codes = Any
     Scales = Any
+Windows = tuple[list[int], Codes, Scales]
+"""A batch's window vectors: each one's record (its index in the batch), codes and scales."""
 
 SCALE_BYTES = 4
 PRODUCT_ROWS = 1024
@@ -104,11 +110,20 @@ def scaled_sum(codes: Codes, scales: Scales) -> Vector:
     return total
 
 
-def to_blobs(matrix: Matrix) -> list[bytes]:
-    """One blob per row of ``matrix``, each ``scale (float32 LE) + codes (int8)``: ``4 + d`` bytes."""
+def to_blobs(matrix: Matrix, windows: Sequence[Matrix | None] | None = None) -> list[bytes]:
+    """One blob per row of ``matrix``, each ``scale (float32 LE) + codes (int8)``: ``4 + d``
+    bytes; with ``windows``, row ``i``'s blob is followed by one such vector for each row
+    of ``windows[i]`` (none when it is ``None``)."""
     codes, scales = quantize_int8(matrix)
     le_scales = scales.astype("<f4")
-    return [le_scales[i].tobytes() + codes[i].tobytes() for i in range(codes.shape[0])]
+    blobs = [le_scales[i].tobytes() + codes[i].tobytes() for i in range(codes.shape[0])]
+    if windows is None:
+        return blobs
+    if len(windows) != len(blobs):
+        raise ValueError(f"{len(windows)} window matrices for {len(blobs)} vectors")
+    return [
+        blob if more is None else blob + b"".join(to_blobs(more)) for blob, more in zip(blobs, windows, strict=True)
+    ]
 
 
 def to_blob(vector: Vector) -> bytes:
@@ -120,21 +135,49 @@ def to_blob(vector: Vector) -> bytes:
 def from_blob(blob: bytes, dimensions: int) -> tuple[Codes, float]:
     """``(codes, scale)`` of a blob written by :func:`to_blob`."""
     np = numpy()
-    if len(blob) != SCALE_BYTES + dimensions:
-        raise EmbedderError(f"a stored vector has {len(blob)} bytes, not {SCALE_BYTES + dimensions}")
+    width = SCALE_BYTES + dimensions
+    if len(blob) < width or len(blob) % width:
+        raise EmbedderError(f"a stored vector has {len(blob)} bytes, not {width} (or a multiple, with its windows)")
     scale = float(np.frombuffer(blob[:SCALE_BYTES], dtype="<f4")[0])
-    codes: Codes = np.frombuffer(blob[SCALE_BYTES:], dtype=np.int8)
+    codes: Codes = np.frombuffer(blob[SCALE_BYTES:width], dtype=np.int8)
     return codes, scale
 
 
-def stack_blobs(blobs: list[bytes], dimensions: int) -> tuple[Codes, Scales]:
-    """Many blobs as one ``(codes, scales)`` pair, ready for :func:`int8_scores`."""
-    np = numpy()
+def stack_blobs(blobs: Sequence[bytes], dimensions: int) -> tuple[Codes, Scales]:
+    """Many blobs' own vectors (each one's first) as one ``(codes, scales)`` pair, ready
+    for :func:`int8_scores`."""
+    codes, scales, _ = stack_with_windows(blobs, dimensions)
+    return codes, scales
+
+
+def stack_with_windows(blobs: Sequence[bytes], dimensions: int) -> tuple[Codes, Scales, Windows | None]:
+    """:func:`stack_blobs`, and the window vectors some of the blobs carry after their own
+    (:func:`to_blobs`) as ``(owners, codes, scales)``, ``owners[j]`` the index in ``blobs``
+    of window ``j``'s record; ``None`` when none does. One join of the blobs when every
+    one is a single vector, as nearly every record is."""
     width = SCALE_BYTES + dimensions
     raw = b"".join(blobs)
-    if len(raw) != width * len(blobs):
+    if len(raw) == width * len(blobs):
+        return (*_table(raw, len(blobs), width), None)
+    firsts, owners, parts = [], [], []
+    for i, blob in enumerate(blobs):
+        if len(blob) < width or len(blob) % width:
+            raise EmbedderError(f"a stored vector has {len(blob)} bytes, not {width} (or a multiple, with its windows)")
+        firsts.append(blob[:width])
+        if len(blob) > width:
+            owners += [i] * (len(blob) // width - 1)
+            parts.append(blob[width:])
+    codes, scales = _table(b"".join(firsts), len(blobs), width)
+    extra = b"".join(parts)
+    window_codes, window_scales = _table(extra, len(owners), width)
+    return codes, scales, (owners, window_codes, window_scales)
+
+
+def _table(raw: bytes, count: int, width: int) -> tuple[Codes, Scales]:
+    np = numpy()
+    if len(raw) != width * count:
         raise EmbedderError(f"stored vectors are not all {width} bytes long")
-    table = np.frombuffer(raw, dtype=np.uint8).reshape(len(blobs), width)
+    table = np.frombuffer(raw, dtype=np.uint8).reshape(count, width)
     scales: Scales = table[:, :SCALE_BYTES].copy().view("<f4").reshape(-1).astype(np.float32)
     codes: Codes = table[:, SCALE_BYTES:].view(np.int8)
     return codes, scales
@@ -148,6 +191,7 @@ __all__ = [
     "quantize_int8",
     "scaled_sum",
     "stack_blobs",
+    "stack_with_windows",
     "to_blob",
     "to_blobs",
 ]

@@ -348,8 +348,13 @@ class StoreCore(ABC):
         if embedder is None or not items:
             return []
         texts = [document_text(item) for item in items]
-        matrix = yield Compute(lambda: embedder.embed_documents(texts), lambda: embedder.aembed_documents(texts))
-        return to_blobs(matrix)
+        windowed = getattr(embedder, "embed_document_windows", None)
+        if windowed is None:  # an embedder that reads a text in one run
+            matrix = yield Compute(lambda: embedder.embed_documents(texts), lambda: embedder.aembed_documents(texts))
+            return to_blobs(matrix)
+        # a long record keeps its windows' vectors after its own (docs/search.md, "Long records")
+        matrix, windows = yield Compute(lambda: windowed(texts), lambda: asyncio.to_thread(windowed, texts))
+        return to_blobs(matrix, windows)
 
     def _store_vectors(
         self, s: Session, records: Sequence[MemoryRecord], blobs: Sequence[bytes]

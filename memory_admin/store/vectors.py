@@ -2,13 +2,15 @@
 encoded, the exact similarity scan over a scope's candidates, and hybrid fusion.
 
 A backend stores one blob per record (:func:`~memory_admin.embed.quantize.to_blob`:
-int8 codes and a scale, 388 bytes at 384 dimensions) in the records' own transaction,
+int8 codes and a scale, 388 bytes at 384 dimensions, and as much again for each window
+of a record longer than its model reads at once) in the records' own transaction,
 and the model that made them once per store (:class:`VectorSpace`). Its
 :meth:`~memory_admin.store.session.Session.similar` primitive selects the blobs of the
 records a plan admits — with the very SQL filters a keyword search uses, so no scope,
 kind, tag, key, agent, ``as_of``, expiry or invalidation rule can differ between modes —
 and hands them to :func:`closest`, which scores them by cosine similarity measured from
-the searched collection's mean (:func:`centre`). A large scope is first shortlisted by the
+the searched collection's mean (:func:`centre`), a long record's best window mixed in
+(:func:`with_windows`). A large scope is first shortlisted by the
 signs of its vectors (:func:`shortlist`); the shortlist is scored exactly: there is no
 index to drift from the records, nothing to rebuild. Fusion (:func:`fuse`) orders both
 sides' candidates, ids and scores only, before any record is read.
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from memory_admin import tuning
 from memory_admin.embed.fusion import context_lift, length_prior, zscore_fusion
 from memory_admin.embed.protocol import Vector, numpy
-from memory_admin.embed.quantize import int8_cosines, scaled_sum, stack_blobs
+from memory_admin.embed.quantize import int8_cosines, scaled_sum, stack_blobs, stack_with_windows
 from memory_admin.records import MemoryHit, MemoryRecord, MemoryWriteInput
 from memory_admin.store.caches import LruCache
 from memory_admin.store.named_time import NamedTime
@@ -172,8 +174,16 @@ def closest(
     query32 = np.asarray(query, dtype=np.float32)
     orders, cosines = [], []
     for start in range(0, len(rows), tuning.SCAN_CHUNK):
-        codes, scales = stack_blobs([blob for _, blob in rows[start : start + tuning.SCAN_CHUNK]], dimensions)
+        codes, scales, windows = stack_with_windows(
+            [blob for _, blob in rows[start : start + tuning.SCAN_CHUNK]], dimensions
+        )
         plain, centred, own_plain = int8_cosines(query32, codes, scales, centre, own)
+        if windows is not None and tuning.WINDOW_WEIGHT:
+            owners, window_codes, window_scales = windows
+            best = int8_cosines(query32, window_codes, window_scales, centre, own)
+            plain, centred, own_plain = (
+                with_windows(whole, part, owners) for whole, part in zip((plain, centred, own_plain), best, strict=True)
+            )
         orders.append(centred if by_centre else plain)
         cosines.append(own_plain)
     scores: Any = np.concatenate(orders) if len(orders) > 1 else orders[0]
@@ -181,6 +191,20 @@ def closest(
     top = np.argpartition(-scores, limit - 1)[:limit] if len(rows) > limit else np.arange(len(rows))
     order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), i))
     return [(rows[i][0], round(float(cosine[i]), 6), round(float(scores[i]), 6)) for i in order]
+
+
+def with_windows(whole: Vector, windows: Vector, owners: Sequence[int]) -> Vector:
+    """Each record's similarity with its best window's mixed in: ``(1 - w) × whole + w ×
+    best`` for a record whose vector has windows (:func:`~memory_admin.embed.quantize.stack_with_windows`),
+    ``w`` :data:`~memory_admin.tuning.WINDOW_WEIGHT`; the rest as they were. A long record's
+    vector is a mean over everything it says, so a question about one part of it scores
+    lower than the same words in a short record would (docs/search.md, "Long records")."""
+    np = numpy()
+    best = np.full(len(whole), -np.inf, dtype=np.float32)
+    np.maximum.at(best, np.asarray(owners, dtype=np.intp), windows)
+    weight = tuning.WINDOW_WEIGHT
+    mixed: Vector = np.where(np.isfinite(best), (1 - weight) * whole + weight * best, whole)
+    return mixed
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,4 +361,5 @@ __all__ = [
     "named_lift",
     "relevant",
     "shortlist",
+    "with_windows",
 ]

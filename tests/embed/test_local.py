@@ -97,6 +97,29 @@ def test_a_batch_of_long_and_short_texts_gives_each_its_own_vector(embedder: Onn
     assert not np.allclose(together[1], together[3], atol=1e-3), "each long text its own windows"
 
 
+def test_a_long_document_s_windows_come_with_its_vector(embedder: OnnxEmbedder) -> None:
+    """What a store writes: each text's vector, as embed_documents gives it, and a unit
+    vector per window (the mean of its tokens' states) for a text the model reads in more
+    than one; a text within one window has none."""
+    long = " ".join(f"Week {week}: the budget review moved and the hiring plan grew." for week in range(60))
+    texts = [FACTS[0], long, FACTS[1], long[: len(long) // 2]]
+    embedder.load()
+    matrix, windows = embedder.embed_document_windows(texts)
+    np.testing.assert_allclose(matrix, embedder.embed_documents(texts), atol=1e-6)
+    assert windows[0] is None and windows[2] is None
+    assert windows[1] is not None and windows[3] is not None
+    assert [windows[1].shape, windows[3].shape] == [(4, 384), (2, 384)]
+    np.testing.assert_allclose(np.linalg.norm(windows[1], axis=1), 1.0, atol=1e-5)
+    for ids, row in zip(embedder._windows(long, "document"), windows[1], strict=True):
+        mean = embedder._hidden(ids).mean(axis=0)
+        np.testing.assert_allclose(row, mean / np.linalg.norm(mean), atol=1e-5)
+    assert not np.allclose(windows[1][0], windows[1][1], atol=1e-3)
+    empty, none = embedder.embed_document_windows([])
+    assert empty.shape == (0, 384) and none == []
+    with pytest.raises(TypeError):
+        embedder.embed_document_windows("one string")
+
+
 def test_a_text_within_one_window_runs_once(embedder: OnnxEmbedder) -> None:
     embedder.load()
     encoding = embedder._tokenizer.encode(FACTS[0])

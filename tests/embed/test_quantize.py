@@ -19,7 +19,9 @@ from memory_admin.embed import (
     quantize_int8,
     scaled_sum,
     stack_blobs,
+    stack_with_windows,
     to_blob,
+    to_blobs,
 )
 
 TEXTS = [
@@ -73,6 +75,32 @@ def test_stacked_blobs_score_like_the_quantized_matrix(vectors: np.ndarray) -> N
     np.testing.assert_array_equal(codes, direct_codes)
     np.testing.assert_allclose(scales, direct_scales)
     np.testing.assert_allclose(int8_scores(vectors[3], codes, scales), int8_scores(vectors[3], *quantize_int8(vectors)))
+
+
+def test_a_blob_may_carry_window_vectors_after_its_own(vectors: np.ndarray) -> None:
+    """A long record's blob is its own vector, then one per window: every reader of the
+    record's vector reads the first, and stack_with_windows the rest, with their owners."""
+    blobs = to_blobs(vectors[:3], [None, vectors[3:6], vectors[6:7]])
+    assert [len(blob) for blob in blobs] == [388, 4 * 388, 2 * 388]
+    assert blobs[0] == to_blob(vectors[0]) and blobs[1].startswith(to_blob(vectors[1]))
+    codes, scales = stack_blobs(blobs, 384)
+    np.testing.assert_array_equal(codes, quantize_int8(vectors[:3])[0])
+    np.testing.assert_allclose(scales, quantize_int8(vectors[:3])[1])
+    np.testing.assert_array_equal(from_blob(blobs[1], 384)[0], quantize_int8(vectors[1:2])[0][0])
+    _, _, windows = stack_with_windows(blobs, 384)
+    assert windows is not None
+    owners, window_codes, window_scales = windows
+    assert owners == [1, 1, 1, 2]
+    np.testing.assert_array_equal(window_codes, quantize_int8(vectors[[3, 4, 5, 6]])[0])
+    np.testing.assert_allclose(window_scales, quantize_int8(vectors[[3, 4, 5, 6]])[1])
+    assert stack_with_windows(blobs[:1], 384)[2] is None, "a record within one window carries none"
+    for torn in (blobs[1][:-1], blobs[1] + b"\0", blobs[0][:-1]):
+        with pytest.raises(EmbedderError, match="bytes"):
+            stack_blobs([blobs[0], torn], 384)
+        with pytest.raises(EmbedderError, match="bytes"):
+            from_blob(torn, 384)
+    with pytest.raises(ValueError, match="window matrices"):
+        to_blobs(vectors[:2], [None])
 
 
 def test_a_zero_vector_survives() -> None:

@@ -113,6 +113,80 @@ def test_a_fusion_ranks_by_the_centred_cosine_unless_told_not_to(
     assert centred != by_meaning, "measured from the centre, some question's order changes"
 
 
+FILLER = " ".join(f"The notes for week {week} cover the budget review and the hiring plan." for week in range(20))
+PASSPORT = "Dana keeps her passport in the blue folder in the hall cupboard."
+
+
+def test_a_long_record_is_found_by_its_best_window(
+    store_url: str, embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record the model reads in several windows keeps a vector per window beside its
+    own, and a question about one part of it scores by that part too: (1 - w) × its whole
+    vector's cosine + w × its best window's, w = tuning.WINDOW_WEIGHT."""
+    long = f"{FILLER} {PASSPORT}"
+    question = "Where does Dana keep her passport?"
+    whole, windows = embedder.embed_document_windows([long])
+    assert windows[0] is not None and len(windows[0]) == 2
+    asked = embedder.embed_query(question)
+    alone, best = float(whole[0] @ asked), float((windows[0] @ asked).max())
+    assert best > alone + 0.1, "the second window says what the question asks"
+    with open_store(store_url, embedder=embedder) as store:
+        store.write([rec(fact) for fact in FACTS] + [rec(long)])
+
+        def score() -> float:
+            hits = store.search({"scope": U1, "query": question, "mode": "semantic", "relevance": "rank"})
+            found = [hit.semantic_score for hit in hits if hit.record.content == long]
+            assert found and found[0] is not None
+            return found[0]
+
+        weight = tuning.WINDOW_WEIGHT
+        assert weight > 0
+        assert score() == pytest.approx((1 - weight) * alone + weight * best, abs=0.01)
+        monkeypatch.setattr(tuning, "WINDOW_WEIGHT", 0.0)  # the record's own vector alone
+        assert score() == pytest.approx(alone, abs=0.01)
+
+
+def test_the_best_window_mixes_into_a_long_record_s_similarity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """closest over stored blobs: a record without windows scores by its own vector; one
+    with windows by (1 - w) × its own + w × its best window, on every similarity it reports."""
+    import numpy as np
+
+    from memory_admin.embed import to_blobs
+    from memory_admin.store.vectors import closest
+
+    def unit(*xs: float) -> list[float]:
+        v = np.array([*xs, 0.0, 0.0][:4], dtype=np.float32)
+        return list(v / np.linalg.norm(v))
+
+    query = np.array(unit(1, 0, 0, 0), dtype=np.float32)
+    short, whole = np.array([unit(0.5, 0.866)]), np.array([unit(0.3, 0.954)])
+    windows = np.array([unit(0.1, 0.995), unit(0.9, 0.436)])
+    rows = [("short", to_blobs(short)[0]), ("long", to_blobs(whole, [windows])[0])]
+    found = {key: (cosine, score) for key, cosine, score in closest(query, rows, 4, 2, by_centre=False)}
+    assert [key for key, *_ in closest(query, rows, 4, 2, by_centre=False)] == ["long", "short"]
+    weight = tuning.WINDOW_WEIGHT
+    assert found["long"][0] == pytest.approx((1 - weight) * 0.3 + weight * 0.9, abs=0.01)
+    assert found["short"][0] == pytest.approx(0.5, abs=0.01)
+    monkeypatch.setattr(tuning, "WINDOW_WEIGHT", 0.0)
+    assert [key for key, *_ in closest(query, rows, 4, 2, by_centre=False)] == ["short", "long"]
+
+
+def test_a_long_record_s_windows_leave_the_file_with_it(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    path = tmp_path / "memory.sqlite3"
+    with open_store(f"sqlite:///{path}", embedder=embedder) as store:
+        _, doomed = store.write([rec("garden notes kept"), rec(f"{FILLER} {PASSPORT} {FILLER}")])
+        with closing(sqlite3.connect(path)) as conn:
+            blob = conn.execute(
+                "SELECT v.vec FROM memory_vectors v JOIN memory_records r ON r.rid = v.rid WHERE r.content = ?",
+                [doomed.content],
+            ).fetchone()[0]
+        assert len(blob) == 388 * 4, "its own vector and three windows'"
+        assert store.delete(doomed.id)
+    wal = path.with_name(path.name + "-wal")
+    leftover = path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    assert blob[388:] not in leftover and blob[:388] not in leftover, "no window's bytes are left"
+
+
 def test_a_search_by_meaning_stops_at_the_relevance_floor(semantic_store: BaseMemoryStore) -> None:
     everything = semantic_store.search({"scope": U1, "query": "what does dana drink", "mode": "semantic"})
     floor = tuning.RELEVANCE_FLOOR

@@ -223,6 +223,15 @@ MIGRATIONS.append(
     """
 )
 
+MIGRATIONS.append(
+    # 8: a long record's vector may carry its windows' after it (memory_admin.embed.quantize.to_blobs):
+    # a blob of 388 bytes times one plus its windows. A version that reads every vector as
+    # exactly one refuses the store at its schema version rather than failing each search.
+    """
+    INSERT INTO memory_settings (name, value) VALUES ('vector_layout', 'windows') ON CONFLICT (name) DO NOTHING;
+    """
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 MIGRATION_LOCK = 0x6D656D5F61646D31  # any constant; "mem_adm1" in ASCII
