@@ -82,6 +82,13 @@ class Embedder(Protocol):
     text embeds to the same vector (up to float rounding across batch sizes). Models are
     loaded lazily: constructing an embedder is cheap and never touches the model; the
     first embedding (or :meth:`load`) does.
+
+    An embedder that reads a long text in several windows may also offer
+    ``embed_document_windows(texts) -> (matrix, windows)``: :meth:`embed_documents`'s
+    matrix, and for each text a unit row per window (``None`` for a text within one). A
+    store keeps those beside the record's vector and mixes the best window's cosine into
+    a search (:meth:`~memory_admin.embed.local.OnnxEmbedder.embed_document_windows`, the
+    default's); without it, a record has its one vector.
     """
 
     @property

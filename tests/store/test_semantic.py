@@ -4,6 +4,7 @@ and how a store is told which model to use."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing
@@ -144,6 +145,11 @@ def test_a_long_record_is_found_by_its_best_window(
         assert score() == pytest.approx((1 - weight) * alone + weight * best, abs=0.01)
         monkeypatch.setattr(tuning, "WINDOW_WEIGHT", 0.0)  # the record's own vector alone
         assert score() == pytest.approx(alone, abs=0.01)
+        monkeypatch.undo()
+        # the async write embeds on a worker thread and keeps the windows alike
+        store.delete(store.search({"scope": U1, "query": "passport", "mode": "keyword"})[0].record.id)
+        asyncio.run(store.awrite([rec(long)]))
+        assert score() == pytest.approx((1 - weight) * alone + weight * best, abs=0.01)
 
 
 def test_the_best_window_mixes_into_a_long_record_s_similarity(monkeypatch: pytest.MonkeyPatch) -> None:
