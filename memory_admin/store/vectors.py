@@ -54,26 +54,39 @@ class VectorSpace:
 @dataclass(frozen=True)
 class ScopeVectors:
     """One stored scope's vectors as a search's first pass reads them: the record keys
-    and one bit per dimension (its sign), 48 bytes a vector at 384 dimensions."""
+    and one bit per dimension (its sign), 48 bytes a vector at 384 dimensions; and the
+    same of the windows long records carry (``window_keys`` their records' keys), so a
+    long record is shortlisted by its best part too."""
 
     version: int
     keys: Any
     bits: Any
+    window_keys: Any = None
+    window_bits: Any = None
 
     @property
     def nbytes(self) -> int:
-        return int(self.keys.nbytes + self.bits.nbytes)
+        windows = 0 if self.window_keys is None else self.window_keys.nbytes + self.window_bits.nbytes
+        return int(self.keys.nbytes + self.bits.nbytes + windows)
 
     @classmethod
     def of(cls, version: int, rows: Sequence[tuple[int, bytes]], dimensions: int) -> ScopeVectors:
         np = numpy()
         keys = np.fromiter((key for key, _ in rows), dtype=np.int64, count=len(rows))
-        parts = []
+        parts, window_keys, window_bits = [], [], []
         for start in range(0, len(rows), tuning.SCAN_CHUNK):
-            codes, _ = stack_blobs([blob for _, blob in rows[start : start + tuning.SCAN_CHUNK]], dimensions)
+            codes, _, windows = stack_with_windows(
+                [blob for _, blob in rows[start : start + tuning.SCAN_CHUNK]], dimensions
+            )
             parts.append(np.packbits(codes > 0, axis=1))
+            if windows is not None:
+                owners, window_codes, _ = windows
+                window_keys.append(keys[start + np.asarray(owners, dtype=np.intp)])
+                window_bits.append(np.packbits(window_codes > 0, axis=1))
         bits = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        return cls(version, keys, bits)
+        if not window_keys:
+            return cls(version, keys, bits)
+        return cls(version, keys, bits, np.concatenate(window_keys), np.concatenate(window_bits))
 
 
 def centre_keys(keys: Sequence[K]) -> list[K]:
@@ -130,8 +143,9 @@ class VectorCache:
 def shortlist(query: Vector, scopes: Sequence[ScopeVectors], size: int) -> list[int]:
     """The keys whose vectors a search scores exactly: every one when the scopes hold at
     most ``size``, else the ``size`` whose signs agree most with the query's (Hamming
-    distance of the bit vectors) — a first pass over 48 bytes a vector, from which the
-    exact int8 scores of :func:`closest` then choose."""
+    distance of the bit vectors; a long record's windows compete beside its own vector,
+    so it may be listed by its best part) — a first pass over 48 bytes a vector, from
+    which the exact int8 scores of :func:`closest` then choose."""
     np = numpy()
     if not scopes:
         return []
@@ -139,10 +153,14 @@ def shortlist(query: Vector, scopes: Sequence[ScopeVectors], size: int) -> list[
     if len(keys) <= size:
         return [int(key) for key in keys.tolist()]
     bits: Any = np.concatenate([scope.bits for scope in scopes]) if len(scopes) > 1 else scopes[0].bits
+    windowed = [scope for scope in scopes if scope.window_keys is not None]
+    if windowed:  # a long record's windows compete for the shortlist beside its own vector
+        keys = np.concatenate([keys, *(scope.window_keys for scope in windowed)])
+        bits = np.concatenate([bits, *(scope.window_bits for scope in windowed)])
     signs = np.packbits(np.asarray(query) > 0)
     distance = np.bitwise_count(bits ^ signs).sum(axis=1, dtype=np.int32)
     nearest = np.argpartition(distance, size - 1)[:size]
-    return [int(key) for key in keys[nearest].tolist()]
+    return list(dict.fromkeys(int(key) for key in keys[nearest].tolist()))
 
 
 def document_text(record: MemoryRecord | MemoryWriteInput) -> str:

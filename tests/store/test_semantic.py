@@ -177,6 +177,33 @@ def test_the_best_window_mixes_into_a_long_record_s_similarity(monkeypatch: pyte
     assert [key for key, *_ in closest(query, rows, 4, 2, by_centre=False)] == ["short", "long"]
 
 
+def test_a_large_scope_shortlists_a_long_record_by_its_best_window() -> None:
+    """Past the exact-scan limit a scope is shortlisted by the signs of its vectors: a long
+    record whose own vector disagrees with the query but one of whose windows agrees is
+    listed by that window, once."""
+    import numpy as np
+
+    from memory_admin.embed import to_blobs
+    from memory_admin.store.vectors import ScopeVectors, shortlist
+
+    rng = np.random.default_rng(7)
+    query = rng.standard_normal(384).astype(np.float32)
+    query /= np.linalg.norm(query)
+    others = rng.standard_normal((1000, 384)).astype(np.float32)
+    others /= np.linalg.norm(others, axis=1, keepdims=True)
+    rows = list(enumerate(to_blobs(others)))
+    windows = np.stack([others[0], query, query])
+    rows.append((1000, to_blobs(-query[None, :], [windows])[0]))  # its own vector the query's opposite
+    scope = ScopeVectors.of(1, rows, 384)
+    assert len(scope.keys) == 1001 and scope.window_keys.tolist() == [1000, 1000, 1000]
+    listed = shortlist(query, [scope], 100)
+    assert 1000 in listed, "listed by its windows"
+    assert listed.count(1000) == 1 and len(set(listed)) == len(listed)
+    alone = ScopeVectors(1, scope.keys, scope.bits)  # without the windows' signs
+    assert 1000 not in shortlist(query, [alone], 100)
+    assert scope.nbytes == alone.nbytes + 3 * (8 + 48)
+
+
 def test_a_long_record_s_windows_leave_the_file_with_it(tmp_path: Path, embedder: OnnxEmbedder) -> None:
     path = tmp_path / "memory.sqlite3"
     with open_store(f"sqlite:///{path}", embedder=embedder) as store:
