@@ -118,8 +118,9 @@ FILLER = " ".join(f"The notes for week {week} cover the budget review and the hi
 PASSPORT = "Dana keeps her passport in the blue folder in the hall cupboard."
 
 
+@pytest.mark.parametrize("kind", backends("memory", "sqlite", "postgres"))
 def test_a_long_record_is_found_by_its_best_window(
-    store_url: str, embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+    kind: str, request: pytest.FixtureRequest, embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A record the model reads in several windows keeps a vector per window beside its
     own, and a question about one part of it scores by that part too: (1 - w) × its whole
@@ -131,7 +132,7 @@ def test_a_long_record_is_found_by_its_best_window(
     asked = embedder.embed_query(question)
     alone, best = float(whole[0] @ asked), float((windows[0] @ asked).max())
     assert best > alone + 0.1, "the second window says what the question asks"
-    with open_store(store_url, embedder=embedder) as store:
+    with open_store(backend_url(kind, request), embedder=embedder) as store:
         store.write([rec(fact) for fact in FACTS] + [rec(long)])
 
         def score() -> float:
