@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from bench.measure import tuned
 from memory_admin import tuning
 from memory_admin.embed.fusion import rrf_fusion
 from memory_admin.embed.protocol import numpy
@@ -161,16 +162,6 @@ def without_day_words() -> Iterator[None]:
     finally:
         ranking.date_words = kept
         ranking._date_tokens.cache_clear()
-
-
-@contextmanager
-def floor_at(floor: float | None) -> Iterator[None]:
-    kept = tuning.RELEVANCE_FLOOR
-    tuning.RELEVANCE_FLOOR = floor
-    try:
-        yield
-    finally:
-        tuning.RELEVANCE_FLOOR = kept
 
 
 def _depths() -> tuple[int, ...]:
@@ -341,7 +332,7 @@ def ranked(asked: Asked, setting: Setting, data: Collected, weights: dict[str, f
         hits = [Ranked(key, score, bm25.get(key), cosines.get(key)) for key, score in order]
     else:
         hits = _fused(asked, keyword[: setting.depth], semantic, setting, data, named)
-    with floor_at(setting.floor):
+    with tuned(RELEVANCE_FLOOR=setting.floor):
         return [hit.id for hit in relevant(hits)]
 
 

@@ -73,7 +73,7 @@ from typing import Any
 
 from bench.embedded import CachedEmbedder
 from bench.folds import Collected, FoldReport, collect, render, run_folds
-from bench.measure import command, percentile, scratch, sqlite_url, write_report
+from bench.measure import command, percentile, scratch, sqlite_url, tuned, write_report
 from memory_admin import tuning
 from memory_admin.embed import Embedder, open_embedder
 from memory_admin.embed.fusion import rrf_fusion
@@ -258,17 +258,6 @@ class BlockTally:
     latency_ms: list[float] = field(default_factory=list)
     coverage: list[float] = field(default_factory=list)
     leaked: int = 0
-
-
-@contextmanager
-def floor_off() -> Iterator[None]:
-    """The store's searches without a relevance floor (every record of the scope, ranked)."""
-    kept = tuning.RELEVANCE_FLOOR
-    tuning.RELEVANCE_FLOOR = None
-    try:
-        yield
-    finally:
-        tuning.RELEVANCE_FLOOR = kept
 
 
 # --- the store under test ------------------------------------------------------------
@@ -512,7 +501,7 @@ def run(
             if mode != "keyword":
 
                 def unfloored(conversation: str, text: str) -> tuple[list[tuple[str, frozenset[str], str]], float]:
-                    with floor_off():
+                    with tuned(RELEVANCE_FLOOR=None):  # every record of the scope, ranked
                         return loaded.search(conversation, text)
 
                 extra = [
@@ -545,7 +534,7 @@ def run(
                     tally.probe(elsewhere, search(elsewhere, question.text)[0])
                 loaded.recall_block(question, block_tally)
                 if block_unfloored is not None:
-                    with floor_off():
+                    with tuned(RELEVANCE_FLOOR=None):  # every record of the scope, ranked
                         loaded.recall_block(question, block_unfloored)
                 if quiet_timings is not None and quiet is not None and not index % 2:
                     quiet_timings.measure(loaded, quiet, question)

@@ -183,6 +183,22 @@ def ingest(
     return total / (time.perf_counter() - started)
 
 
+@contextmanager
+def tuned(**settings: Any) -> Iterator[None]:
+    """:mod:`memory_admin.tuning`'s named settings at these values for the block (a choice
+    switched or tried), restored after; a name the module lacks raises ``AttributeError``."""
+    from memory_admin import tuning
+
+    kept = {name: getattr(tuning, name) for name in settings}
+    for name, value in settings.items():
+        setattr(tuning, name, value)
+    try:
+        yield
+    finally:
+        for name, value in kept.items():
+            setattr(tuning, name, value)
+
+
 # --- where a run keeps its data ---------------------------------------------------------
 
 

@@ -35,14 +35,12 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.folds import floor_at
 from bench.locomo import Dataset, StoreRun, load_dataset
-from bench.measure import command, scratch, sqlite_url, write_report
+from bench.measure import command, scratch, sqlite_url, tuned, write_report
 from memory_admin import tuning
 from memory_admin.embed import OnnxEmbedder, default_embedder
 from memory_admin.embed.protocol import Side, numpy
@@ -98,16 +96,6 @@ class Measured:
         return statistics.fmean(v for c in conversations for v in by[c])
 
 
-@contextmanager
-def window_weight(weight: float) -> Iterator[None]:
-    kept = tuning.WINDOW_WEIGHT
-    tuning.WINDOW_WEIGHT = weight
-    try:
-        yield
-    finally:
-        tuning.WINDOW_WEIGHT = kept
-
-
 def picks(conversations: Sequence[str], by_weight: dict[float, Measured]) -> dict[str, float]:
     """Each conversation's weight, picked on the others: the highest sum of
     :data:`PICKED_BY`'s recall@``MAIN_K`` over their questions (a tie to the smaller)."""
@@ -146,7 +134,7 @@ def measure(dataset: Dataset, embedder: OnnxEmbedder, label: str) -> Measured:
             for mode in ("keyword", "semantic", "hybrid", "quality"):
                 query = run.query(question.conversation, question.text, max(KS), mode)
                 ranked[mode] = [hit.record.id for hit in store.search(query)]
-            with floor_at(None):
+            with tuned(RELEVANCE_FLOOR=None):
                 query = run.query(question.conversation, question.text, max(KS), "semantic")
                 ranked[UNFLOORED] = [hit.record.id for hit in store.search(query)]
             for retriever, order in ranked.items():
@@ -264,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     model = default_embedder()
     by_weight = {}
     for weight in sorted({0.0, tuning.WINDOW_WEIGHT, *options.weights}):
-        with window_weight(weight):
+        with tuned(WINDOW_WEIGHT=weight):
             by_weight[weight] = measure(dataset, model, f"the store, w = {weight:g}")
     by_weight[tuning.WINDOW_WEIGHT].label = "the store (read whole, in windows)"
     baseline = measure(dataset, first_window(), "first window only")
