@@ -181,7 +181,7 @@ class OnnxEmbedder(BaseEmbedder):
         """Each text's mean over the last hidden states of every token of every window it
         takes: what mean pooling gives a text the model could read whole."""
         np = numpy()
-        rows = [np.concatenate(states).mean(axis=0) for states in self._states(texts, side)]
+        rows = [_pooled(states) for states in self._states(texts, side)]
         matrix: Matrix = np.stack(rows).astype(np.float32, copy=False)
         return matrix
 
@@ -198,11 +198,17 @@ class OnnxEmbedder(BaseEmbedder):
         windows: list[Matrix | None] = []
         for start in range(0, len(items), self.batch_size):
             for states in self._states(items[start : start + self.batch_size], "document"):
-                pooled.append(np.concatenate(states).mean(axis=0))
+                pooled.append(_pooled(states))
                 windows.append(normalise(np.stack([part.mean(axis=0) for part in states])) if len(states) > 1 else None)
         if not pooled:
             return np.zeros((0, self.dimensions), dtype=np.float32), []
         return normalise(np.stack(pooled).astype(np.float32, copy=False)), windows
+
+
+def _pooled(states: list[Matrix]) -> Vector:
+    """Mean pooling over a text's windows: every token's last hidden state weighs the same."""
+    mean: Vector = numpy().concatenate(states).mean(axis=0)
+    return mean
 
 
 def default_embedder(**options: Any) -> OnnxEmbedder:

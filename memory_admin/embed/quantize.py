@@ -135,11 +135,9 @@ def to_blob(vector: Vector) -> bytes:
 def from_blob(blob: bytes, dimensions: int) -> tuple[Codes, float]:
     """``(codes, scale)`` of a blob written by :func:`to_blob`."""
     np = numpy()
-    width = SCALE_BYTES + dimensions
-    if len(blob) < width or len(blob) % width:
-        raise EmbedderError(f"a stored vector has {len(blob)} bytes, not {width} (or a multiple, with its windows)")
-    scale = float(np.frombuffer(blob[:SCALE_BYTES], dtype="<f4")[0])
-    codes: Codes = np.frombuffer(blob[SCALE_BYTES:width], dtype=np.int8)
+    own = _own(blob, SCALE_BYTES + dimensions)
+    scale = float(np.frombuffer(own[:SCALE_BYTES], dtype="<f4")[0])
+    codes: Codes = np.frombuffer(own[SCALE_BYTES:], dtype=np.int8)
     return codes, scale
 
 
@@ -161,9 +159,7 @@ def stack_with_windows(blobs: Sequence[bytes], dimensions: int) -> tuple[Codes, 
         return (*_table(raw, len(blobs), width), None)
     firsts, owners, parts = [], [], []
     for i, blob in enumerate(blobs):
-        if len(blob) < width or len(blob) % width:
-            raise EmbedderError(f"a stored vector has {len(blob)} bytes, not {width} (or a multiple, with its windows)")
-        firsts.append(blob[:width])
+        firsts.append(_own(blob, width))
         if len(blob) > width:
             owners += [i] * (len(blob) // width - 1)
             parts.append(blob[width:])
@@ -171,6 +167,14 @@ def stack_with_windows(blobs: Sequence[bytes], dimensions: int) -> tuple[Codes, 
     extra = b"".join(parts)
     window_codes, window_scales = _table(extra, len(owners), width)
     return codes, scales, (owners, window_codes, window_scales)
+
+
+def _own(blob: bytes, width: int) -> bytes:
+    """A blob's own vector (its first ``width`` bytes), after checking it is whole: one
+    vector, or one and its windows'."""
+    if len(blob) < width or len(blob) % width:
+        raise EmbedderError(f"a stored vector has {len(blob)} bytes, not {width} (or a multiple, with its windows)")
+    return blob[:width]
 
 
 def _table(raw: bytes, count: int, width: int) -> tuple[Codes, Scales]:
