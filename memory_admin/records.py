@@ -439,9 +439,10 @@ class MemoryHit(_Model):
 
     A semantic or hybrid search says where the score came from: ``keyword_score`` is the
     record's BM25 for the query (``None``: it shares no word with it, or the search did
-    not look), ``semantic_score`` its cosine similarity to the query measured from the
-    searched scopes' mean (``None``: not among the closest candidates); ``score`` is then
-    the fused score that ordered the hits."""
+    not look), ``semantic_score`` its cosine similarity to the query as embedded — for a
+    record long enough to keep a vector per window, its own vector's or its closest
+    window's, whichever is higher (``None``: not among the closest candidates); ``score``
+    is then the fused score that ordered the hits (docs/search.md)."""
 
     record: MemoryRecord
     score: float | None = None

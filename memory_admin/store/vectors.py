@@ -184,7 +184,9 @@ def closest(
     one; ties keep the rows' order. The cosine is the plain one of ``own`` when given —
     the query as embedded, when ``query`` is its moved form
     (:mod:`~memory_admin.embed.query_map`): what a hit's ``semantic_score`` says and the
-    relevance floor reads — else of ``query``. Scored
+    relevance floor reads — else of ``query``. A long record's order mixes in its best
+    window (:func:`with_windows`); its cosine is its own vector's or its best window's,
+    whichever is higher: a question about one part of it matches that part. Scored
     :data:`~memory_admin.tuning.SCAN_CHUNK` rows at a time."""
     if not rows or limit <= 0:
         return []
@@ -198,10 +200,12 @@ def closest(
         plain, centred, own_plain = int8_cosines(query32, codes, scales, centre, own)
         if windows is not None and tuning.WINDOW_WEIGHT:
             owners, window_codes, window_scales = windows
-            best = int8_cosines(query32, window_codes, window_scales, centre, own)
-            plain, centred, own_plain = (
-                with_windows(whole, part, owners) for whole, part in zip((plain, centred, own_plain), best, strict=True)
+            parts = int8_cosines(query32, window_codes, window_scales, centre, own)
+            plain, centred = (
+                with_windows(whole, part, owners) for whole, part in zip((plain, centred), parts[:2], strict=True)
             )
+            # what matches: the record's closest part (the floor was chosen on records of one part)
+            own_plain = np.maximum(own_plain, best_window(len(own_plain), parts[2], owners))
         orders.append(centred if by_centre else plain)
         cosines.append(own_plain)
     scores: Any = np.concatenate(orders) if len(orders) > 1 else orders[0]
@@ -211,6 +215,16 @@ def closest(
     return [(rows[i][0], round(float(cosine[i]), 6), round(float(scores[i]), 6)) for i in order]
 
 
+def best_window(records: int, windows: Vector, owners: Sequence[int]) -> Vector:
+    """Each of ``records`` records' highest similarity among its windows (``owners`` says
+    whose each window is); ``-inf`` for a record without windows."""
+    np = numpy()
+    best = np.full(records, -np.inf, dtype=np.float32)
+    np.maximum.at(best, np.asarray(owners, dtype=np.intp), windows)
+    found: Vector = best
+    return found
+
+
 def with_windows(whole: Vector, windows: Vector, owners: Sequence[int]) -> Vector:
     """Each record's similarity with its best window's mixed in: ``(1 - w) × whole + w ×
     best`` for a record whose vector has windows (:func:`~memory_admin.embed.quantize.stack_with_windows`),
@@ -218,8 +232,7 @@ def with_windows(whole: Vector, windows: Vector, owners: Sequence[int]) -> Vecto
     vector is a mean over everything it says, so a question about one part of it scores
     lower than the same words in a short record would (docs/search.md, "Long records")."""
     np = numpy()
-    best = np.full(len(whole), -np.inf, dtype=np.float32)
-    np.maximum.at(best, np.asarray(owners, dtype=np.intp), windows)
+    best = best_window(len(whole), windows, owners)
     weight = tuning.WINDOW_WEIGHT
     mixed: Vector = np.where(np.isfinite(best), (1 - weight) * whole + weight * best, whole)
     return mixed

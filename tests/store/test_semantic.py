@@ -21,6 +21,7 @@ from memory_admin.conformance.base import U1, contents, rec
 from memory_admin.embed import HashingEmbedder, OnnxEmbedder
 from memory_admin.errors import CapabilityError, MemoryEmbedderMismatchError, MemoryValidationError
 from memory_admin.store import BaseMemoryStore, MemoryNeeds, open_store, require_memory
+from memory_admin.store.plan import Candidate
 from tests.support.stores import backend_url, backends
 
 
@@ -123,8 +124,9 @@ def test_a_long_record_is_found_by_its_best_window(
     kind: str, request: pytest.FixtureRequest, embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A record the model reads in several windows keeps a vector per window beside its
-    own, and a question about one part of it scores by that part too: (1 - w) × its whole
-    vector's cosine + w × its best window's, w = tuning.WINDOW_WEIGHT."""
+    own, and a question about one part of it matches that part: the hit's semantic_score
+    is its best window's cosine (its whole vector's alone with w = tuning.WINDOW_WEIGHT
+    at 0), and the order mixes the two."""
     long = f"{FILLER} {PASSPORT}"
     question = "Where does Dana keep her passport?"
     whole, windows = embedder.embed_document_windows([long])
@@ -141,25 +143,25 @@ def test_a_long_record_is_found_by_its_best_window(
             assert found and found[0] is not None
             return found[0]
 
-        weight = tuning.WINDOW_WEIGHT
-        assert weight > 0
-        assert score() == pytest.approx((1 - weight) * alone + weight * best, abs=0.01)
+        assert tuning.WINDOW_WEIGHT > 0
+        assert score() == pytest.approx(best, abs=0.01)
         monkeypatch.setattr(tuning, "WINDOW_WEIGHT", 0.0)  # the record's own vector alone
         assert score() == pytest.approx(alone, abs=0.01)
         monkeypatch.undo()
         # the async write embeds on a worker thread and keeps the windows alike
         store.delete(store.search({"scope": U1, "query": "passport", "mode": "keyword"})[0].record.id)
         asyncio.run(store.awrite([rec(long)]))
-        assert score() == pytest.approx((1 - weight) * alone + weight * best, abs=0.01)
+        assert score() == pytest.approx(best, abs=0.01)
 
 
 def test_the_best_window_mixes_into_a_long_record_s_similarity(monkeypatch: pytest.MonkeyPatch) -> None:
     """closest over stored blobs: a record without windows scores by its own vector; one
-    with windows by (1 - w) × its own + w × its best window, on every similarity it reports."""
+    with windows is ordered by (1 - w) × its own + w × its best window, and matches as
+    closely as its best window does (the cosine the floor reads)."""
     import numpy as np
 
     from memory_admin.embed import to_blobs
-    from memory_admin.store.vectors import closest
+    from memory_admin.store.vectors import by_meaning, closest, relevant
 
     def unit(*xs: float) -> list[float]:
         v = np.array([*xs, 0.0, 0.0][:4], dtype=np.float32)
@@ -172,10 +174,27 @@ def test_the_best_window_mixes_into_a_long_record_s_similarity(monkeypatch: pyte
     found = {key: (cosine, score) for key, cosine, score in closest(query, rows, 4, 2, by_centre=False)}
     assert [key for key, *_ in closest(query, rows, 4, 2, by_centre=False)] == ["long", "short"]
     weight = tuning.WINDOW_WEIGHT
-    assert found["long"][0] == pytest.approx((1 - weight) * 0.3 + weight * 0.9, abs=0.01)
-    assert found["short"][0] == pytest.approx(0.5, abs=0.01)
+    assert found["long"] == pytest.approx((0.9, (1 - weight) * 0.3 + weight * 0.9), abs=0.01)
+    assert found["short"] == pytest.approx((0.5, 0.5), abs=0.01)
+
+    # a long record that disagrees with the query as a whole (-0.5) but one of whose parts
+    # matches it (0.6): mixed, 0.05, under the relevance floor; it matches by that part
+    turned = np.array([unit(-0.5, 0.866)])
+    parts = np.array([unit(0.6, 0.8), unit(0.1, 0.995)])
+    mixed = [("short", to_blobs(short)[0]), ("long", to_blobs(turned, [parts])[0])]
+    scored = closest(query, mixed, 4, 2, by_centre=False)
+    hits = by_meaning([Candidate(key, score, cosine=cosine) for key, cosine, score in scored])
+    assert [(hit.id, round(hit.score, 2), round(hit.semantic_score or 0, 2)) for hit in hits] == [
+        ("short", 0.5, 0.5),
+        ("long", round((1 - weight) * -0.5 + weight * 0.6, 2), 0.6),
+    ]
+    monkeypatch.setattr(tuning, "RELEVANCE_FLOOR", 0.2)
+    assert [hit.id for hit in relevant(hits)] == ["short", "long"], "it reaches the floor by its matching part"
+
     monkeypatch.setattr(tuning, "WINDOW_WEIGHT", 0.0)
     assert [key for key, *_ in closest(query, rows, 4, 2, by_centre=False)] == ["short", "long"]
+    assert [key for key, *_ in closest(query, mixed, 4, 2, by_centre=False)] == ["short", "long"]
+    assert closest(query, mixed, 4, 2, by_centre=False)[1][1] == pytest.approx(-0.5, abs=0.01), "its own vector alone"
 
 
 def test_a_large_scope_shortlists_a_long_record_by_its_best_window() -> None:
