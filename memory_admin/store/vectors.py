@@ -219,10 +219,9 @@ def best_window(records: int, windows: Vector, owners: Sequence[int]) -> Vector:
     """Each of ``records`` records' highest similarity among its windows (``owners`` says
     whose each window is); ``-inf`` for a record without windows."""
     np = numpy()
-    best = np.full(records, -np.inf, dtype=np.float32)
+    best: Vector = np.full(records, -np.inf, dtype=np.float32)
     np.maximum.at(best, np.asarray(owners, dtype=np.intp), windows)
-    found: Vector = best
-    return found
+    return best
 
 
 def with_windows(whole: Vector, windows: Vector, owners: Sequence[int]) -> Vector:
