@@ -50,7 +50,8 @@ def test_wrong_password_stays_on_sign_in(page: Page) -> None:
     page.get_by_label("Username").fill("vera")
     page.get_by_label("Password").fill("wrong")
     page.get_by_role("button", name="Sign in").click()
-    assert page.get_by_role("alert").is_visible()
+    # the click returns before the refused sign-in's page arrives: wait for it, don't race it
+    expect(page.get_by_role("alert")).to_contain_text("Please enter a correct username and password")
     assert "/accounts/login/" in page.url
 
 
@@ -95,8 +96,11 @@ def test_open_a_record_and_read_its_chain(page: Page) -> None:
     assert "Dana drinks espresso, no milk." in versions.nth(0).inner_text()
     assert "superseded" in versions.nth(0).inner_text()
     assert versions.nth(3).locator("ins").first.inner_text().startswith("has switched to green tea")
-    versions.nth(0).get_by_role("link", name="Version 1").click()  # earlier versions are pages of their own
-    page.wait_for_url(re.compile(r"/records/mem_"))
+    first = versions.nth(0).get_by_role("link", name="Version 1")
+    href = str(first.get_attribute("href"))
+    assert href.startswith("/records/mem_") and not page.url.endswith(href)
+    first.click()  # earlier versions are pages of their own
+    page.wait_for_url(f"**{href}")  # the link's own page, not the one it was clicked on
     assert "Dana drinks espresso, no milk." in page.locator("blockquote.content").inner_text()
 
 
