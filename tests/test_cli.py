@@ -53,11 +53,31 @@ def test_a_command_s_help_needs_no_configuration(args: tuple[str, ...]) -> None:
     assert "online backup API" in done.stdout
 
 
-def test_a_missing_secret_key_is_named_with_a_way_to_make_one() -> None:
-    done = memory_admin("stats")
+@pytest.mark.parametrize("name", [name for name, sub in SUBCOMMANDS.items() if sub.signs])
+def test_a_missing_secret_key_is_named_with_a_way_to_make_one(name: str, tmp_path: Path) -> None:
+    done = memory_admin(name, MEMORY_ADMIN_VAR_DIR=str(tmp_path))
     assert done.returncode == 2
     assert "DJANGO_SECRET_KEY" in done.stderr and "secrets.token_urlsafe" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_dashboard_s_side_is_what_needs_the_secret_key() -> None:
+    assert {name for name, sub in SUBCOMMANDS.items() if sub.signs} == {"serve", "migrate", "user", "manage"}
+
+
+def test_the_store_s_commands_need_no_secret_key(tmp_path: Path) -> None:
+    """An agent developer looks into a memory file with nothing but its URL."""
+    store = f"sqlite:///{tmp_path / 'memory.sqlite'}"
+    env = {"MEMORY_ADMIN_VAR_DIR": str(tmp_path), "MEMORY_STORE_URL": store}
+    demo = memory_admin("demo", **env)
+    assert demo.returncode == 0, demo.stderr
+    stats = memory_admin("stats", **env)
+    assert stats.returncode == 0, stats.stderr
+    assert "acme" in stats.stdout
+    found = memory_admin("search", "tenant=acme,user=dana", "tea", "--mode", "keyword", **env)
+    assert found.returncode == 0, found.stderr
+    assert "green tea" in found.stdout
+    assert "DJANGO_SECRET_KEY" not in found.stderr + stats.stderr + demo.stderr
 
 
 def test_a_command_error_exits_1_with_its_message(tmp_path: Path) -> None:

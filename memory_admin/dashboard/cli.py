@@ -14,6 +14,7 @@ Django is imported only once a subcommand runs: this module is importable (and
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,12 +31,20 @@ SECRET_KEY_HINT = """Make one with: python -c 'import secrets; print(secrets.tok
 class Subcommand:
     command: str  # the management command it runs
     summary: str
+    # the dashboard's side (sessions, CSRF tokens, the audit log's keyed hashes) needs the
+    # operator's DJANGO_SECRET_KEY; a command that only reads or writes the memory store
+    # signs nothing that outlives it, so it runs without one
+    signs: bool = False
 
 
 SUBCOMMANDS: dict[str, Subcommand] = {
-    "serve": Subcommand("memory_serve", "run the dashboard on gunicorn (production settings, hashed static files)"),
-    "migrate": Subcommand("migrate", "create or upgrade the dashboard's own tables (run before serve, after upgrades)"),
-    "user": Subcommand("memory_user", "create dashboard users; set their role and scope grants"),
+    "serve": Subcommand(
+        "memory_serve", "run the dashboard on gunicorn (production settings, hashed static files)", signs=True
+    ),
+    "migrate": Subcommand(
+        "migrate", "create or upgrade the dashboard's own tables (run before serve, after upgrades)", signs=True
+    ),
+    "user": Subcommand("memory_user", "create dashboard users; set their role and scope grants", signs=True),
     "demo": Subcommand("memory_demo", "fill a memory store with the demo corpus (idempotent)"),
     "import": Subcommand("memory_import", "write memory records from a JSON Lines file"),
     "search": Subcommand("memory_search", "search the memories of a scope"),
@@ -55,15 +64,15 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "memory_review", "a person's decision: approve, reject, roll back, pick a conflict's survivor"
     ),
     "garden": Subcommand("memory_garden", "propose curation of a scope's learnings; accept or reject proposals"),
-    "manage": Subcommand("", "any other Django management command, e.g. `manage changepassword NAME`"),
+    "manage": Subcommand("", "any other Django management command, e.g. `manage changepassword NAME`", signs=True),
 }
 
 DESCRIPTION = "Cross-session memory for LLM agents: the dashboard's server and the memory store's tools."
 EPILOG = f"""\
-Settings come from the environment (docs/deploy.md): DJANGO_SECRET_KEY, DJANGO_ALLOWED_HOSTS,
-MEMORY_STORE_URL (the store the agents use), DATABASE_URL (the dashboard's own tables),
-MEMORY_ADMIN_VAR_DIR; ${SETTINGS_ENV} selects another settings module
-(default: {PRODUCTION_SETTINGS}).
+Settings come from the environment (docs/deploy.md): DJANGO_SECRET_KEY (serve, migrate,
+user and manage; the store's commands need none), DJANGO_ALLOWED_HOSTS, MEMORY_STORE_URL
+(the store the agents use), DATABASE_URL (the dashboard's own tables), MEMORY_ADMIN_VAR_DIR;
+${SETTINGS_ENV} selects another settings module (default: {PRODUCTION_SETTINGS}).
 
 `{PROG} COMMAND --help` describes one command."""
 
@@ -97,6 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if chosen:  # Django's --settings, which must be known before Django starts
         os.environ[SETTINGS_ENV] = chosen
     asks_help = any(arg in ("-h", "--help") for arg in rest)
+    if not sub.signs and not os.environ.get("DJANGO_SECRET_KEY"):
+        # the production settings refuse to start without a key; this command signs
+        # nothing, so a key of its own, never stored, stands in
+        os.environ["DJANGO_SECRET_KEY"] = secrets.token_urlsafe(50)
     return _run(name, sub, rest, settings_module=HELP_SETTINGS if asks_help else PRODUCTION_SETTINGS)
 
 
