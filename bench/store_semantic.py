@@ -36,6 +36,7 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from bench.corpus import Corpus
@@ -113,33 +114,57 @@ def ingest_inputs(corpus: Corpus, count: int, texts: Sequence[str]) -> list[dict
     return inputs
 
 
+INGEST_ROUNDS = 3
+"""Ingest runs this many times, each into a fresh file, the two stores taking turns: the
+model's throughput on a small machine moves by half from one minute to the next, so the
+report gives the median and the range, not one draw."""
+
+
 def ingest_rates(
-    workdir: Path, corpus: Corpus, count: int, model: OnnxEmbedder, texts: Sequence[str] = ()
-) -> tuple[float, float]:
-    """Records per second through a store that embeds (the default model) and one that does not."""
-    rates = []
+    workdir: Path, corpus: Corpus, count: int, model: OnnxEmbedder, texts: Sequence[str] = (), rounds: int = 1
+) -> tuple[list[float], list[float]]:
+    """Records per second through a store that embeds (the default model) and one that
+    does not, ``rounds`` times each."""
     inputs = ingest_inputs(corpus, count, texts)
-    for name, embedder in (("ingest+embed", model), ("ingest keyword", None)):
-        path = workdir / f"ingest-{name}-{len(texts)}.sqlite3"
-        with SqliteMemoryStore(path, embedder=embedder) as store:
-            rates.append(ingest(name, store.write, inputs, count, batch=100))
-    return rates[0], rates[1]
+    rates: dict[str, list[float]] = {"ingest+embed": [], "ingest keyword": []}
+    for round_ in range(rounds):
+        for name, embedder in (("ingest+embed", model), ("ingest keyword", None)):
+            path = workdir / f"ingest-{name}-{len(texts)}-{round_}.sqlite3"
+            with SqliteMemoryStore(path, embedder=embedder) as store:
+                rates[name].append(ingest(f"{name} {round_ + 1}/{rounds}", store.write, inputs, count, batch=100))
+    return rates["ingest+embed"], rates["ingest keyword"]
+
+
+def rounds_label(result: dict[str, Any]) -> str:
+    rounds = len(result["ingest_rates"])
+    return "one run" if rounds == 1 else f"median of {rounds} runs (range)"
+
+
+def rates_text(rates: Sequence[float]) -> str:
+    """The median, and the range when there are several rounds."""
+    if len(rates) == 1:
+        return f"{rates[0]:.0f}"
+    return f"{median(rates):.0f} ({min(rates):.0f}–{max(rates):.0f})"
 
 
 WARM = 20
 """Searches of each row run untimed first (caches warmed), then not timed again."""
 
 
-def run_size(size: int, workdir: Path, queries: int, ingested: int, texts_path: Path | None) -> dict[str, Any]:
+def run_size(
+    size: int, workdir: Path, queries: int, ingested: int, texts_path: Path | None, rounds: int = INGEST_ROUNDS
+) -> dict[str, Any]:
     sampler = LoadSampler()
     corpus = Corpus()
     result: dict[str, Any] = {"size": size, "load_s": load_seconds()}
     model = default_embedder()
     model.load()
-    result["ingest_per_s"], result["keyword_ingest_per_s"] = ingest_rates(workdir, corpus, ingested, model)
+    result["ingest_rates"], result["keyword_ingest_rates"] = ingest_rates(workdir, corpus, ingested, model, (), rounds)
+    result["ingest_per_s"] = median(result["ingest_rates"])
     if texts_path is not None:
         texts = [o.text for o in load_dataset(texts_path).observations]
-        result["texts_ingest_per_s"], _ = ingest_rates(workdir, corpus, ingested, model, texts)
+        result["texts_ingest_rates"], _ = ingest_rates(workdir, corpus, ingested, model, texts, rounds)
+        result["texts_ingest_per_s"] = median(result["texts_ingest_rates"])
         result["texts_mean_chars"] = sum(map(len, texts)) / len(texts)
     result["corpus_mean_chars"] = sum(len(i["content"]) for i in ingest_inputs(corpus, ingested, ())) / ingested
 
@@ -236,17 +261,21 @@ def report(results: list[dict[str, Any]], command_line: str) -> str:
             target("bytes_per_record", last["bytes_per_record"]),
         ),
         row(
-            f"ingest with embedding, corpus records of {last['corpus_mean_chars']:.0f} characters (records/s)",
-            lambda r: f"{r['ingest_per_s']:.0f}",
+            f"ingest with embedding, corpus records of {last['corpus_mean_chars']:.0f} characters "
+            f"(records/s, {rounds_label(last)})",
+            lambda r: rates_text(r["ingest_rates"]),
             target("ingest_per_s", min(r["ingest_per_s"] for r in results), most=False),
         ),
-        row("ingest keyword-only, same records (records/s)", lambda r: f"{r['keyword_ingest_per_s']:.0f}"),
+        row(
+            f"ingest keyword-only, same records (records/s, {rounds_label(last)})",
+            lambda r: rates_text(r["keyword_ingest_rates"]),
+        ),
         *(
             [
                 row(
                     f"ingest with embedding, LoCoMo observations of {last['texts_mean_chars']:.0f} characters "
-                    "(records/s)",
-                    lambda r: f"{r['texts_ingest_per_s']:.0f}",
+                    f"(records/s, {rounds_label(last)})",
+                    lambda r: rates_text(r["texts_ingest_rates"]),
                     target("ingest_per_s", min(r["texts_ingest_per_s"] for r in results), most=False),
                 )
             ]
@@ -287,6 +316,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=400, help="user-scoped searches per mode (tenant-wide: 1/4)")
     parser.add_argument("--ingest", type=int, default=2000, help="records written through the model for ingest")
     parser.add_argument(
+        "--ingest-rounds",
+        type=int,
+        default=INGEST_ROUNDS,
+        help="times ingest runs, each into a fresh file; the report gives the median and the range",
+    )
+    parser.add_argument(
         "--texts",
         type=Path,
         default=None,
@@ -303,11 +338,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return answer_parent(fill(args.fill, args.file))
     if args.one is not None:  # a child of the run below
         with scratch("bench-semantic-", parent=args.dir) as folder:
-            return answer_parent(run_size(args.one, folder, args.queries, args.ingest, args.texts))
+            return answer_parent(run_size(args.one, folder, args.queries, args.ingest, args.texts, args.ingest_rounds))
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
         sys.stderr.write(f"{size:,} records → SQLite, hybrid\n")
-        extra = ["--queries", str(args.queries), "--ingest", str(args.ingest)]
+        extra = [
+            "--queries",
+            str(args.queries),
+            "--ingest",
+            str(args.ingest),
+            "--ingest-rounds",
+            str(args.ingest_rounds),
+        ]
         if args.texts is not None:
             extra += ["--texts", str(args.texts)]
         if args.dir is not None:

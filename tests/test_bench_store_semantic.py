@@ -3,6 +3,7 @@ the real default model), never asserts timings."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,15 @@ def test_report_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str
     printed = capsys.readouterr().out
     for row in ("user-scoped hybrid p50 / p99 (ms)", "tenant-wide hybrid p50 / p99 (ms)", "bytes per record"):
         assert f"| {row}" in printed
-    assert "ingest with embedding, LoCoMo observations of 32 characters (records/s)" in printed
+    observations = (
+        "| ingest with embedding, LoCoMo observations of 32 characters (records/s, median of 3 runs (range)) |"
+    )
+    assert observations in printed
+    # each of the three runs is its own, into a fresh file: a median and a range of three rates
+    cell = printed.split(observations)[1].split("|")[0].strip()
+    assert re.fullmatch(r"\d+ \(\d+–\d+\)", cell), cell
+    low, high = map(int, re.findall(r"\d+", cell)[1:])
+    assert low <= int(cell.split()[0]) <= high
     assert "| records with a vector | 600 |" in printed, "every filled record has its vector"
     assert "first tenant-wide search of a tenant in a process" in printed
     assert out.read_text() == printed
