@@ -12,7 +12,7 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from memory_admin.composition import AgentComposition, load_composition
-from memory_admin.dashboard.stores import get_store
+from memory_admin.dashboard.management.sqlite_files import existing_store
 from memory_admin.errors import MemoryStoreError
 from memory_admin.learning import Composed
 from memory_admin.records import utc_now
@@ -36,7 +36,7 @@ def add_common(parser: ArgumentParser, *, scope: bool = True, composition: bool 
 
 
 def store_of(options: dict[str, Any]) -> FullMemoryStore:
-    return get_store(options.get("store"))
+    return existing_store(options.get("store"))
 
 
 def scope_of(options: dict[str, Any]) -> Scope:

@@ -99,8 +99,23 @@ def open_store(url: str | None = None, *, embedder: Embedder | str | None = None
     return store
 
 
+def store_file(url: str | None = None) -> Path | None:
+    """The SQLite memory file a store URL (or bare path) names, its ``embedder``
+    parameter aside; ``None`` for a store that is no file (``memory://``, PostgreSQL).
+    Default: the URL :func:`open_store` opens without one."""
+    url, _ = _split_embedder(url or default_store_url())
+    scheme = _scheme(url)
+    if scheme == "sqlite":
+        return sqlite_path_from_url(url)
+    return Path(url) if scheme == "" else None
+
+
+def _scheme(url: str) -> str:
+    return urlsplit(url).scheme.lower() if "://" in url else ""
+
+
 def _open_backend(url: str, **options: Any) -> BaseMemoryStore:
-    scheme = urlsplit(url).scheme.lower() if "://" in url else ""
+    scheme = _scheme(url)
     if scheme == "memory":
         return InMemoryMemoryStore(**options)
     if scheme == "sqlite":
@@ -141,4 +156,5 @@ __all__ = [
     "default_store_url",
     "open_store",
     "require_memory",
+    "store_file",
 ]

@@ -226,3 +226,44 @@ def test_memory_stats_reports_events_withheld_after_a_forgetting(tmp_path: Path)
     out = run("memory_stats", "--store", url)
     assert "Event log: 0 events dropped\n" in out
     assert "Event log: 1 event withheld (it predated a delete or erasure in its tenant)" in out
+
+
+READERS = [
+    ("memory_stats",),
+    ("memory_search", "tenant=acme", "tea"),
+    ("memory_scrub",),
+    ("memory_events_prune", "--older-than", "30d"),
+    ("memory_learnings", "--scope", "tenant=acme"),
+    ("memory_promote", "--scope", "tenant=acme", "--dry-run"),
+    ("memory_embed", "--no-progress"),
+]
+
+
+@pytest.mark.parametrize("args", READERS, ids=[args[0] for args in READERS])
+@pytest.mark.parametrize("form", ["url", "path"])
+def test_a_command_that_reads_refuses_a_memory_file_that_is_not_there(
+    args: tuple[str, ...], form: str, tmp_path: Path
+) -> None:
+    """A mistyped path is named as missing, not created and read as an empty store."""
+    missing = tmp_path / "typo" / "memory.sqlite3"
+    store = f"sqlite:///{missing}?embedder=none" if form == "url" else str(missing)
+    with pytest.raises(CommandError, match=f"No memory file at {missing}"):
+        run(*args, "--store", store)
+    assert not missing.parent.exists()
+
+
+def test_a_copy_refuses_a_source_that_is_not_there(tmp_path: Path) -> None:
+    target = tmp_path / "copy.sqlite3"
+    with pytest.raises(CommandError, match="No memory file at"):
+        run("memory_copy", "--from", f"sqlite:///{tmp_path / 'nope.sqlite3'}", "--to", f"sqlite:///{target}")
+    assert not target.exists()
+
+
+def test_a_command_that_reads_opens_a_file_that_is_there(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    with SqliteMemoryStore(path) as store:
+        dana = {"tenant": "acme", "user": "dana"}
+        store.write(
+            [{"scope": dana, "kind": "fact", "content": "Dana drinks green tea.", "provenance": {"source": "t"}}]
+        )
+    assert "green tea" in run("memory_search", "tenant=acme", "tea", "--store", str(path), "--mode", "keyword")

@@ -20,7 +20,7 @@ from memory_admin.conformance.base import contents
 from memory_admin.embed import Embedder
 from memory_admin.errors import MemoryStoreError, SchemaVersionError
 from memory_admin.records import MemoryRecord
-from memory_admin.store import FullMemoryStore, InMemoryMemoryStore, SqliteMemoryStore, open_store
+from memory_admin.store import FullMemoryStore, InMemoryMemoryStore, SqliteMemoryStore, open_store, store_file
 from memory_admin.store.ranking import record_text
 from memory_admin.store.sql.dialect import id_key
 from memory_admin.store.sqlite import MIGRATIONS, SCHEMA_VERSION, terms
@@ -149,6 +149,20 @@ def test_open_store_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         open_store("redis://localhost")
     with pytest.raises(MemoryStoreError, match="memory://"):
         SqliteMemoryStore(":memory:")
+
+
+def test_store_file_is_the_file_open_store_would_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    absolute = tmp_path / "a b.sqlite3"
+    assert store_file(f"sqlite:///{tmp_path}/a%20b.sqlite3?embedder=none") == absolute
+    assert store_file(str(absolute)) == absolute
+    assert store_file("sqlite:///relative/m.sqlite3") == Path("relative/m.sqlite3")
+    assert store_file("memory://") is None
+    assert store_file("postgresql://memory@db/memory") is None
+    monkeypatch.setenv("MEMORY_STORE_URL", f"sqlite:///{tmp_path / 'env.sqlite3'}")
+    assert store_file() == tmp_path / "env.sqlite3"
+    assert not (tmp_path / "env.sqlite3").exists()  # naming a file opens nothing
+    with pytest.raises(MemoryStoreError, match="not a SQLite URL"):
+        store_file("sqlite://m.sqlite3")
 
 
 # --- deleted and erased content leaves no bytes behind ------------------------------------

@@ -1,14 +1,17 @@
-"""Shared by the backup and restore commands: which SQLite file a store URL names."""
+"""Shared by the commands: which SQLite file a store URL names, and a store that must be
+there already."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.management.base import CommandError
 
+from memory_admin.dashboard.stores import get_store
 from memory_admin.errors import MemoryStoreError
-from memory_admin.store import sqlite_path_from_url
+from memory_admin.store import FullMemoryStore, sqlite_path_from_url, store_file
 
 
 def memory_file(url: str, verb: str) -> Path:
@@ -29,6 +32,28 @@ def memory_file(url: str, verb: str) -> Path:
         return sqlite_path_from_url(url)
     except MemoryStoreError as exc:
         raise CommandError(exc.message) from None
+
+
+def existing_store(url: str | None) -> FullMemoryStore:
+    """The store at ``url`` (default: ``MEMORY_STORE_URL``) for a command that reads or
+    curates what is there (see :func:`require_existing`)."""
+    url = url or settings.MEMORY_STORE_URL
+    require_existing(url)
+    return get_store(url)
+
+
+def require_existing(url: str | None) -> None:
+    """Refuse a SQLite store whose file does not exist: opening it would create it empty,
+    and a mistyped path would read as an empty store."""
+    try:
+        path = store_file(url)
+    except MemoryStoreError as exc:
+        raise CommandError(exc.message) from None
+    if path is not None and not path.is_file():
+        raise CommandError(
+            f"No memory file at {path}. Check the store's URL (--store, MEMORY_STORE_URL); "
+            "`memory-admin import` and `memory-admin demo` create one."
+        )
 
 
 def size_text(size: int) -> str:

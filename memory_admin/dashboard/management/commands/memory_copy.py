@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory_admin.dashboard.management.sqlite_files import require_existing
 from memory_admin.errors import MemoryStoreError
 from memory_admin.store import open_store
 from memory_admin.store.transfer import CopyReport, copy_store, store_location
@@ -26,6 +27,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         source_url, target_url = options["source"], options["target"]
+        require_existing(source_url)
         try:
             with open_store(source_url) as source, open_store(target_url) as target:
                 report = copy_store(

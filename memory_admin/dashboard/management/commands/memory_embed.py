@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory_admin.dashboard.management.progress import ProgressBar
+from memory_admin.dashboard.management.sqlite_files import require_existing
 from memory_admin.errors import MemoryStoreError
 from memory_admin.store import open_store
 from memory_admin.store.transfer import store_location
@@ -35,6 +36,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         url = options["store"]
         target = store_location(url) if url else "the default store"
+        require_existing(url)
         try:
             store = open_store(url, embedder=options["embedder"])
             if store.embedder is None:  # nothing configured and no vectors yet: the default model

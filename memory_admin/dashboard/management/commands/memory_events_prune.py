@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_admin.dashboard.stores import get_store
+from memory_admin.dashboard.management.sqlite_files import existing_store
 from memory_admin.errors import MemoryStoreError
 from memory_admin.retention import prune_events_older_than
 
@@ -24,7 +24,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            report = prune_events_older_than(get_store(options["store"]), options["older_than"])
+            report = prune_events_older_than(existing_store(options["store"]), options["older_than"])
         except MemoryStoreError as exc:
             raise CommandError(exc.message) from None
         noun = "event" if report.pruned == 1 else "events"

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_admin.dashboard.stores import get_store
+from memory_admin.dashboard.management.sqlite_files import existing_store
 from memory_admin.store.transfer import store_location
 
 
@@ -25,7 +25,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        store = get_store(options["store"])
+        store = existing_store(options["store"])
         target = store_location(options["store"]) if options["store"] else "the default store"
         if not store.scrub(wait=max(0.0, options["wait"])):
             raise CommandError(

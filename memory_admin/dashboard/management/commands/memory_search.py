@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_admin.dashboard.stores import get_store
+from memory_admin.dashboard.management.sqlite_files import existing_store
 from memory_admin.errors import MemoryStoreError
 from memory_admin.records import SEARCH_MODES
 from memory_admin.scope import parse_scope_text
@@ -33,7 +33,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            hits = get_store(options["store"]).search(
+            hits = existing_store(options["store"]).search(
                 {
                     "scope": parse_scope_text(options["scope"]),
                     "scope_match": "visible" if options["visible"] else "subset",

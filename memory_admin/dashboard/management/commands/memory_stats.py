@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory_admin.dashboard.stores import get_store
+from memory_admin.dashboard.management.sqlite_files import existing_store
 
 
 class Command(BaseCommand):
@@ -17,7 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("--store", help="store URL (default: MEMORY_STORE_URL)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        store = get_store(options["store"])
+        store = existing_store(options["store"])
         caps = store.capabilities()
         self.stdout.write(f"Store: {caps.backend} (search: {caps.search})")
         if caps.events:
