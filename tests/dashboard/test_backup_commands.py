@@ -39,6 +39,13 @@ def test_backup_into_a_directory_then_check_and_restore(store_url: str, tmp_path
     assert "Restored 12 records" in run("memory_restore", str(backup), "--store", str(tmp_path / "elsewhere.sqlite3"))
 
 
+def test_a_store_url_with_its_embedder_names_the_same_file(store_url: str, tmp_path: Path) -> None:
+    (tmp_path / "backups").mkdir()
+    out = run("memory_backup", str(tmp_path / "backups"), "--store", f"{store_url}?embedder=none")
+    assert "Backed up 12 records" in out
+    assert not list(tmp_path.glob("*embedder*"))
+
+
 def test_the_progress_bar_draws_on_a_terminal_only() -> None:
     class Terminal(StringIO):
         def isatty(self) -> bool:

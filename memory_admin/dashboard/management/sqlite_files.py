@@ -11,7 +11,7 @@ from django.core.management.base import CommandError
 
 from memory_admin.dashboard.stores import get_store
 from memory_admin.errors import MemoryStoreError
-from memory_admin.store import FullMemoryStore, sqlite_path_from_url, store_file
+from memory_admin.store import FullMemoryStore, store_file
 
 
 def memory_file(url: str, verb: str) -> Path:
@@ -24,14 +24,14 @@ def memory_file(url: str, verb: str) -> Path:
         )
     if scheme == "memory":
         raise CommandError(f"memory:// lives only inside one process; there is no file to {verb}.")
-    if scheme == "":
-        return Path(url)
-    if scheme != "sqlite":
+    if scheme not in ("", "sqlite"):
         raise CommandError(f"Cannot {verb} a {scheme}:// store; point --store at a SQLite memory file.")
     try:
-        return sqlite_path_from_url(url)
+        path = store_file(url)  # the embedder parameter aside, as the store reads it
     except MemoryStoreError as exc:
         raise CommandError(exc.message) from None
+    assert path is not None  # a SQLite URL or a bare path
+    return path
 
 
 def existing_store(url: str | None) -> FullMemoryStore:
