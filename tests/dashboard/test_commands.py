@@ -208,12 +208,14 @@ def test_memory_import_refuses_what_is_not_json_lines_before_reading_it_whole(tm
 def test_memory_stats_reports_dropped_events(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
     with open_store(url) as store:
-        store.write([{"scope": {"tenant": "acme"}, "kind": "fact", "content": "x", "provenance": {"source": "t"}}])
+        dana = {"tenant": "acme", "user": "dana"}
+        store.write([{"scope": dana, "kind": "fact", "content": "x", "provenance": {"source": "t"}}])
         assert isinstance(store, SqliteMemoryStore)
         store._commit_events([], 3)  # what a buffer that dropped three events reports with its next batch
     out = run("memory_stats", "--store", url)
     assert "Event log: 3 events dropped (a writer fell behind" in out
-    assert "tenant=acme: 1 records" in out
+    assert "tenant=acme: 1 record (1 live" in out
+    assert "  user: 1 value\n" in out
     assert "withheld" not in out
 
 

@@ -50,10 +50,15 @@ class Command(BaseCommand):
             counts = store.count_records({"tenant": value.value})
             kinds = ", ".join(f"{kind} {n}" for kind, n in counts.by_kind.items() if n)
             self.stdout.write(
-                f"tenant={value.value}: {counts.total} records ({counts.live} live, "
+                f"tenant={value.value}: {_count(counts.total, 'record')} ({counts.live} live, "
                 f"{counts.invalidated} invalidated, {counts.expired} expired) — {kinds}"
             )
         for facet in facets:
             if facet.key != "tenant":
-                more = " …" if facet.more_values else ""
-                self.stdout.write(f"  {facet.key}: {len(facet.values)} values{more}")
+                shown = len(facet.values)
+                many = f"{shown}+ values" if facet.more_values else _count(shown, "value")
+                self.stdout.write(f"  {facet.key}: {many}")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
