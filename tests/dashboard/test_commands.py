@@ -200,9 +200,28 @@ def test_memory_import_refuses_what_is_not_json_lines_before_reading_it_whole(tm
     for size in ("0", "-1", "ten", "10001"):
         with pytest.raises(CommandError, match=r"batch size|more than the store takes"):
             run("memory_import", str(good), "--store", url, "--batch-size", size)
-    assert "Imported 1 records" in run("memory_import", str(good), "--store", url, "--batch-size", "1")
+    assert "Imported 1 record into" in run("memory_import", str(good), "--store", url, "--batch-size", "1")
     with open_store(url) as store:
         assert len(store.search({"scope": {"tenant": "acme"}})) == 1, "nothing from the refused files"
+
+
+def test_memory_import_names_the_bad_line_and_what_was_written_before_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    good = '{"scope": {"tenant": "acme"}, "kind": "fact", "content": "x", "provenance": {"source": "t"}}'
+    bad = '{"scope": {"tenant": "acme"}, "kind": "nonsense", "content": "x", "provenance": {"source": "t"}}'
+    lines = tmp_path / "in.jsonl"
+    lines.write_text("\n".join([good, good, "", good, bad, good]) + "\n")
+    with pytest.raises(CommandError) as refused:
+        run("memory_import", str(lines), "--store", url, "--batch-size", "2")
+    message = str(refused.value)
+    assert message.startswith("Invalid line 5: kind: Input should be 'fact'")
+    assert "lines 4–5 were not written (one batch, all or nothing)" in message
+    assert "the 2 records before line 4 were: import the rest from line 4 on" in message
+    with open_store(url) as store:
+        assert store.count_records({"tenant": "acme"}).total == 2
+    lines.write_text(good + "\nnot json\n")
+    with pytest.raises(CommandError, match=r"^line 2: not JSON .*; nothing was written \(lines 1–2: one batch"):
+        run("memory_import", str(lines), "--store", f"sqlite:///{tmp_path / 'other.sqlite3'}")
 
 
 def test_memory_stats_reports_dropped_events(tmp_path: Path) -> None:

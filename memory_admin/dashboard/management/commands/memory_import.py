@@ -12,7 +12,8 @@ from typing import Any, TextIO
 from django.core.management.base import BaseCommand, CommandError
 
 from memory_admin.dashboard.stores import get_store
-from memory_admin.errors import MemoryStoreError
+from memory_admin.errors import MemoryStoreError, MemoryValidationError
+from memory_admin.records import MemoryWriteInput, parse_model
 from memory_admin.store import MemoryStore
 from memory_admin.store.transfer import store_location
 
@@ -60,35 +61,63 @@ class Command(BaseCommand):
         if written:
             store.optimize()  # a large import leaves the full-text index in many segments
         target = store_location(options["store"]) if options["store"] else "the default store"
-        self.stdout.write(self.style.SUCCESS(f"Imported {written} records into {target}."))
+        self.stdout.write(self.style.SUCCESS(f"Imported {written} record{'' if written == 1 else 's'} into {target}."))
 
     def _import(self, store: MemoryStore, source: TextIO, batch_size: int, observed_at: str | None) -> int:
-        batch: list[dict[str, Any]] = []
-        written = 0
+        batch = _Batch()
         for number, line in _lines(source):
             if not line.strip():
                 continue
             try:
                 item = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise CommandError(f"line {number}: not JSON ({exc.msg}); this batch was not written") from None
+                raise CommandError(f"line {number}: not JSON ({exc.msg}); {batch.unwritten(number)}") from None
             if observed_at is not None and isinstance(item, dict):
                 item.setdefault("observed_at", observed_at)
-            batch.append(item)
-            if len(batch) >= batch_size:
-                written += self._flush(store, batch, number)
-        return written + self._flush(store, batch, None)
+            try:  # checked as it is read, so a bad line is named by its number
+                batch.add(number, parse_model(MemoryWriteInput, item, what=f"line {number}"))
+            except MemoryValidationError as exc:
+                raise CommandError(f"{exc.message}; {batch.unwritten(number)}") from None
+            if len(batch.inputs) >= batch_size:
+                batch.flush(store)
+        batch.flush(store)
+        return batch.written
 
-    def _flush(self, store: MemoryStore, batch: list[dict[str, Any]], line: int | None) -> int:
-        if not batch:
-            return 0
+
+class _Batch:
+    """The inputs read since the last write, their lines, and how many records went before."""
+
+    def __init__(self) -> None:
+        self.inputs: list[MemoryWriteInput] = []
+        self.lines: tuple[int, int] = (0, 0)
+        self.written = 0
+
+    def add(self, number: int, item: MemoryWriteInput) -> None:
+        self.lines = (self.lines[0] if self.inputs else number, number)
+        self.inputs.append(item)
+
+    def flush(self, store: MemoryStore) -> None:
+        if not self.inputs:
+            return
         try:
-            count = len(store.write(batch))
+            self.written += len(store.write(self.inputs))
         except MemoryStoreError as exc:
-            where = f" (batch ending at line {line})" if line else ""
-            raise CommandError(f"{exc.message}{where}") from None
-        batch.clear()
-        return count
+            raise CommandError(f"{exc.message}; {self.unwritten()}") from None
+        self.inputs.clear()
+
+    def unwritten(self, failed: int | None = None) -> str:
+        """What a failure at line ``failed`` (else in the write) leaves: this batch
+        unwritten (all or nothing), the batches before it written."""
+        first = self.lines[0] if self.inputs else failed
+        last = failed or self.lines[1]
+        span = f"line {first}" if first == last else f"lines {first}–{last}"
+        if not self.written:
+            return f"nothing was written ({span}: one batch, all or nothing)"
+        return (
+            f"{span} {'was' if first == last else 'were'} not written (one batch, all or nothing); "
+            f"the {self.written} records before "
+            f"line {first} were: import the rest from line {first} on"
+        )
 
 
 def _lines(source: TextIO) -> Iterator[tuple[int, str]]:

@@ -56,8 +56,8 @@ class Command(BaseCommand):
         for facet in facets:
             if facet.key != "tenant":
                 shown = len(facet.values)
-                many = f"{shown}+ values" if facet.more_values else _count(shown, "value")
-                self.stdout.write(f"  {facet.key}: {many}")
+                values = f"{shown}+ values" if facet.more_values else _count(shown, "value")
+                self.stdout.write(f"  {facet.key}: {values}")
 
 
 def _count(n: int, noun: str) -> str:
