@@ -113,10 +113,10 @@ class _Batch:
         span = f"line {first}" if first == last else f"lines {first}–{last}"
         if not self.written:
             return f"nothing was written ({span}: one batch, all or nothing)"
+        verb = "was" if first == last else "were"
         return (
-            f"{span} {'was' if first == last else 'were'} not written (one batch, all or nothing); "
-            f"the {self.written} records before "
-            f"line {first} were: import the rest from line {first} on"
+            f"{span} {verb} not written (one batch, all or nothing); the {self.written} records "
+            f"before line {first} were: import the rest from line {first} on"
         )
 
 
