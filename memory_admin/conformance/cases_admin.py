@@ -139,6 +139,10 @@ class ExtensionCases(ConformanceBase):
         assert len(records) == 23 and len({r.id for r in records}) == 23
         as_mapping: Any = {"search": {"scope": ACME}}  # a mapping, as list_records takes one
         assert [r.id for r in store.iter_records(as_mapping, page_size=5)] == [r.id for r in records]
+        sizes: tuple[Any, ...] = (0, -5, True, 2.5)
+        for size in sizes:  # a typed refusal before any read, never an IndexError
+            with pytest.raises(MemoryValidationError, match="page_size is a positive integer"):
+                next(store.iter_records(RecordListQuery(search={"scope": ACME}), page_size=size))
 
     def test_scope_facets(self, store: FullMemoryStore) -> None:
         self._needs(store, admin=True)

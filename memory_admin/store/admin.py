@@ -55,7 +55,8 @@ class BaseAdminStore(StoreCore):
     def iter_records(self, query: RecordListQuery, *, page_size: int = 500) -> Iterator[MemoryRecord]:
         """Every record of a listing, page by page (bounded memory, for exports)."""
         query = parse_model(RecordListQuery, query, what="listing")  # a mapping too, as list_records takes
-        search = query.search.model_copy(update={"limit": page_size})
+        # model_copy does not validate: the page size is checked here, before any read
+        search = query.search.model_copy(update={"limit": check_count(page_size, "page_size")})
         cursor = query.cursor
         while True:
             page = self.list_records(query.model_copy(update={"search": search, "cursor": cursor}))

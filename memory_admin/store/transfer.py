@@ -21,6 +21,7 @@ from memory_admin.errors import MemoryConflictError
 from memory_admin.events import EventQuery
 from memory_admin.records import MemoryRecord
 from memory_admin.scope import TENANT_KEY
+from memory_admin.store.arguments import check_count
 from memory_admin.store.base import BaseMemoryStore
 from memory_admin.store.protocol import MemoryNeeds, RecordListQuery, require_memory
 
@@ -52,6 +53,7 @@ def copy_store(
     ``target`` must be empty unless ``resume`` (continuing an interrupted copy: records
     and events already there are skipped). Each batch is one transaction in the target.
     """
+    check_count(batch_size, "batch_size")
     require_memory(source, MemoryNeeds(admin=True))
     with_events = source.capabilities().events
     require_memory(target, MemoryNeeds(admin=True, events=with_events))

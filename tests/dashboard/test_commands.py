@@ -198,7 +198,7 @@ def test_memory_import_refuses_what_is_not_json_lines_before_reading_it_whole(tm
     good = tmp_path / "one.jsonl"
     good.write_text('{"scope": {"tenant": "acme"}, "kind": "fact", "content": "x", "provenance": {"source": "t"}}\n')
     for size in ("0", "-1", "ten", "10001"):
-        with pytest.raises(CommandError, match=r"batch size|more than the store takes"):
+        with pytest.raises(CommandError, match=r"is not a count|more than the store takes"):
             run("memory_import", str(good), "--store", url, "--batch-size", size)
     assert "Imported 1 record into" in run("memory_import", str(good), "--store", url, "--batch-size", "1")
     with open_store(url) as store:
@@ -288,3 +288,23 @@ def test_a_command_that_reads_opens_a_file_that_is_there(tmp_path: Path) -> None
             [{"scope": dana, "kind": "fact", "content": "Dana drinks green tea.", "provenance": {"source": "t"}}]
         )
     assert "green tea" in run("memory_search", "tenant=acme", "tea", "--store", str(path), "--mode", "keyword")
+
+
+COUNTED = [
+    ("memory_search", "tenant=acme", "--limit"),
+    ("memory_learnings", "--scope", "tenant=acme", "--limit"),
+    ("memory_import", "in.jsonl", "--batch-size"),
+    ("memory_embed", "--batch-size"),
+    ("memory_copy", "--from", "a.sqlite3", "--to", "b.sqlite3", "--batch-size"),
+]
+
+
+@pytest.mark.parametrize("args", COUNTED, ids=[args[0] for args in COUNTED])
+@pytest.mark.parametrize("value", ["0", "-5", "ten"])
+def test_a_count_below_one_is_refused_before_anything_opens(
+    args: tuple[str, ...], value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CommandError, match=f"'{value}' is not a count: give a whole number, 1 or more"):
+        run(*args, value)
+    assert list(tmp_path.iterdir()) == []  # no store file made for a refused command

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from memory_admin.conformance import FakeClock
 from memory_admin.conformance.base import ACME, OTHER, U1, U2, rec
-from memory_admin.errors import MemoryConflictError
+from memory_admin.errors import MemoryConflictError, MemoryValidationError
 from memory_admin.store import BaseMemoryStore, SqliteMemoryStore, open_store
 from memory_admin.store.protocol import RecordListQuery
 from memory_admin.store.transfer import copy_store
@@ -91,6 +91,14 @@ def test_copy_refuses_a_store_in_use_unless_resuming(source: SqliteMemoryStore, 
     again = copy_store(source, target, resume=True)
     assert (again.records, again.skipped, again.events) == (0, 14, 0)
     assert snapshot(target) == snapshot(source)
+
+
+@pytest.mark.parametrize("size", [0, -5])
+def test_copy_refuses_a_batch_size_below_one(source: SqliteMemoryStore, target: BaseMemoryStore, size: int) -> None:
+    with pytest.raises(MemoryValidationError, match="batch_size is a positive integer"):
+        copy_store(source, target, batch_size=size)
+    copied = snapshot(target)  # refused before any copying
+    assert copied["acme"]["records"] == copied["globex"]["records"] == []
 
 
 @pytest.mark.postgres

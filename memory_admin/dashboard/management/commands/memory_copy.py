@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory_admin.dashboard.management.options import count
 from memory_admin.dashboard.management.sqlite_files import require_existing
 from memory_admin.errors import MemoryStoreError
 from memory_admin.store import open_store
@@ -22,7 +23,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--from", dest="source", required=True, help="source store URL (sqlite:///…)")
         parser.add_argument("--to", dest="target", required=True, help="target store URL (postgresql://…)")
-        parser.add_argument("--batch-size", type=int, default=500, help="records per target transaction")
+        parser.add_argument("--batch-size", type=count, default=500, help="records per target transaction")
         parser.add_argument("--resume", action="store_true", help="continue an interrupted copy into that target")
 
     def handle(self, *args: Any, **options: Any) -> None:

