@@ -46,6 +46,13 @@ def test_a_store_url_with_its_embedder_names_the_same_file(store_url: str, tmp_p
     assert not list(tmp_path.glob("*embedder*"))
 
 
+def test_a_destination_ending_in_a_slash_is_a_directory(store_url: str, tmp_path: Path) -> None:
+    out = run("memory_backup", f"{tmp_path / 'new' / 'backups'}/", "--store", store_url)
+    assert "Backed up 12 records" in out
+    (backup,) = (tmp_path / "new" / "backups").glob("memory-*Z.sqlite3")  # not a file called "backups"
+    assert "12 records" in run("memory_restore", str(backup), "--check")
+
+
 def test_the_progress_bar_draws_on_a_terminal_only() -> None:
     class Terminal(StringIO):
         def isatty(self) -> bool:

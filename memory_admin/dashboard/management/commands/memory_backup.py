@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from argparse import ArgumentParser
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +31,8 @@ class Command(BaseCommand):
             nargs="?",
             default=".",
             help="the backup file to create, or a directory to create memory-<UTC time>.sqlite3 in "
-            "(default: the current directory); an existing file is never overwritten",
+            "(an existing one, or a path ending in /; default: the current directory); an existing file is "
+            "never overwritten",
         )
         parser.add_argument("--store", help="the memory store URL (default: MEMORY_STORE_URL)")
         parser.add_argument(
@@ -40,7 +42,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         source = memory_file(options["store"] or settings.MEMORY_STORE_URL, "backup")
         destination = Path(options["destination"])
-        if destination.is_dir():
+        # "backups/" names a directory, made when it is not there yet (as the file's parents are)
+        if destination.is_dir() or options["destination"].endswith(("/", os.sep)):
             destination = destination / f"memory-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.sqlite3"
         bar = ProgressBar(self.stderr, "backing up", enabled=False if options["no_progress"] else None)
         try:
