@@ -13,6 +13,7 @@ from django.core.management.base import CommandError
 
 from memory_admin.composition import AgentComposition, load_composition
 from memory_admin.dashboard.management.sqlite_files import existing_store
+from memory_admin.dashboard.management.wording import counted
 from memory_admin.errors import MemoryStoreError
 from memory_admin.learning import Composed
 from memory_admin.records import utc_now
@@ -104,7 +105,7 @@ def prompt_lines(composed: Composed, *, attribution: bool = True) -> list[str]:
     lines += [
         "",
         f"Overlay {overlay.version[:12]} of composition {overlay.composition_version[:12]}{when}: "
-        f"{len(overlay.applied_ids)} learnings applied, {len(overlay.dropped)} dropped, "
+        f"{counted(len(overlay.applied_ids), 'learning')} applied, {len(overlay.dropped)} dropped, "
         f"{len(overlay.spilled)} spilled to recall.",
     ]
     lines += [

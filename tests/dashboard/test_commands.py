@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
+from memory_admin.dashboard.management.wording import counted
 from memory_admin.dashboard.permissions import grants_of, role_of
 from memory_admin.store import RecordListQuery, SqliteMemoryStore, open_store
 
@@ -308,3 +309,19 @@ def test_a_count_below_one_is_refused_before_anything_opens(
     with pytest.raises(CommandError, match=f"'{value}' is not a count: give a whole number, 1 or more"):
         run(*args, value)
     assert list(tmp_path.iterdir()) == []  # no store file made for a refused command
+
+
+def test_the_commands_count_in_english(tmp_path: Path) -> None:
+    assert (counted(1, "record"), counted(0, "record"), counted(12_345, "event")) == (
+        "1 record",
+        "0 records",
+        "12,345 events",
+    )
+    one = tmp_path / "one.jsonl"
+    line = '{"scope": {"tenant": "acme"}, "kind": "fact", "content": "x", "provenance": {"source": "t"}}'
+    one.write_text(f"{line}\n{{\n")
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    with pytest.raises(CommandError, match="the 1 record before line 2 was: import the rest from line 2 on"):
+        run("memory_import", str(one), "--store", url, "--batch-size", "1")
+    backups = tmp_path / "backups"
+    assert "Backed up 1 record and " in run("memory_backup", f"{backups}/", "--store", url)

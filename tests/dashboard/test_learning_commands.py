@@ -74,7 +74,7 @@ def test_promote_then_compose_traces_every_learned_line(url: str, learnings: dic
     lines = prompt.splitlines()
     learned = lines.index("- Deploys need a second reviewer.")
     assert lines[learned + 1] == f"    ↳ memory {learnings['convention']}"
-    assert "## Persona" in prompt and "1 learnings applied" in prompt
+    assert "## Persona" in prompt and "1 learning applied" in prompt
     bare = run("memory_compose", "--store", url, "--scope", SCOPE, "--no-attribution")
     assert "↳" not in bare and "- Deploys need a second reviewer." in bare
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory_admin.dashboard.management.wording import counted
 from memory_admin.dashboard.redaction import erasures_of
 from memory_admin.errors import MemoryValidationError
 from memory_admin.scope import parse_scope_text
@@ -33,8 +34,8 @@ class Command(BaseCommand):
             return
         for entry in entries:
             records = entry.counts.get("records")
-            counted = f", {records} records" if isinstance(records, int) else ""
+            how_many = f", {counted(records, 'record')}" if isinstance(records, int) else ""
             self.stdout.write(
                 f"#{entry.pk} {entry.at:%Y-%m-%d %H:%M:%S} UTC {entry.action} by {entry.actor}"
-                f" ({entry.role or 'no role'}): {entry.outcome}{counted}"
+                f" ({entry.role or 'no role'}): {entry.outcome}{how_many}"
             )

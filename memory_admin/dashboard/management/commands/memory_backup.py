@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from memory_admin.backup import BackupReport, backup_sqlite
 from memory_admin.dashboard.management.progress import ProgressBar
 from memory_admin.dashboard.management.sqlite_files import memory_file, size_text
+from memory_admin.dashboard.management.wording import counted
 from memory_admin.errors import MemoryStoreError
 
 
@@ -58,7 +59,8 @@ class Command(BaseCommand):
 def summary(report: BackupReport) -> str:
     check = report.check
     return (
-        f"Backed up {check.records} records and {check.events} events ({check.counts['scopes']} scopes, "
+        f"Backed up {counted(check.records, 'record')} and {counted(check.events, 'event')} "
+        f"({counted(check.counts['scopes'], 'scope')}, "
         f"schema version {check.schema_version}, {size_text(check.size_bytes)}) from {report.source} "
         f"to {report.target} in {report.seconds:.1f}s; integrity check ok."
     )

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory_admin.dashboard.management.options import count
 from memory_admin.dashboard.management.sqlite_files import require_existing
+from memory_admin.dashboard.management.wording import counted
 from memory_admin.errors import MemoryStoreError
 from memory_admin.store import open_store
 from memory_admin.store.transfer import CopyReport, copy_store, store_location
@@ -43,10 +44,11 @@ class Command(BaseCommand):
         skipped = f" ({report.skipped} were already there)" if report.skipped else ""
         self.stdout.write(
             self.style.SUCCESS(
-                f"Copied {report.records} records{skipped} of {report.tenants} tenants and {report.events} events "
+                f"Copied {counted(report.records, 'record')}{skipped} of {counted(report.tenants, 'tenant')} "
+                f"and {counted(report.events, 'event')} "
                 f"from {store_location(source_url)} to {store_location(target_url)}."
             )
         )
 
     def _progress(self, report: CopyReport) -> None:
-        self.stdout.write(f"  {report.records} records, {report.events} events so far")
+        self.stdout.write(f"  {counted(report.records, 'record')}, {counted(report.events, 'event')} so far")

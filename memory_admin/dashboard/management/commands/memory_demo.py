@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from memory_admin.dashboard.demo import DemoClock, demo_start, load_demo
+from memory_admin.dashboard.management.wording import counted
 from memory_admin.errors import MemoryStoreError
 from memory_admin.store import open_store
 
@@ -39,7 +40,7 @@ class Command(BaseCommand):
             return
         self.stdout.write(
             self.style.SUCCESS(
-                f"Wrote {report.records} demo records in {len(report.scopes)} scopes "
+                f"Wrote {report.records} demo records in {counted(len(report.scopes), 'scope')} "
                 f"({report.deleted} deleted for a tombstone, {report.recalls} recall events)."
             )
         )

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from memory_admin.dashboard.management.options import count
 from memory_admin.dashboard.management.progress import ProgressBar
 from memory_admin.dashboard.management.sqlite_files import require_existing
+from memory_admin.dashboard.management.wording import counted
 from memory_admin.errors import MemoryStoreError
 from memory_admin.store import open_store
 from memory_admin.store.transfer import store_location
@@ -54,7 +55,7 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from None
         self.stdout.write(
             self.style.SUCCESS(
-                f"Embedded {done} records of {target} with {status.model_id}: "
-                f"{status.embedded} of {status.records} records have a vector."
+                f"Embedded {counted(done, 'record')} of {target} with {status.model_id}: "
+                f"{status.embedded} of {counted(status.records, 'record')} have a vector."
             )
         )

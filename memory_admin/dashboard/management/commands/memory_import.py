@@ -12,6 +12,7 @@ from typing import Any, TextIO
 from django.core.management.base import BaseCommand, CommandError
 
 from memory_admin.dashboard.management.options import count
+from memory_admin.dashboard.management.wording import counted
 from memory_admin.dashboard.stores import get_store
 from memory_admin.errors import MemoryStoreError, MemoryValidationError
 from memory_admin.records import MemoryWriteInput, parse_model
@@ -52,7 +53,7 @@ class Command(BaseCommand):
         if written:
             store.optimize()  # a large import leaves the full-text index in many segments
         target = store_location(options["store"]) if options["store"] else "the default store"
-        self.stdout.write(self.style.SUCCESS(f"Imported {written} record{'' if written == 1 else 's'} into {target}."))
+        self.stdout.write(self.style.SUCCESS(f"Imported {counted(written, 'record')} into {target}."))
 
     def _import(self, store: MemoryStore, source: TextIO, batch_size: int, observed_at: str | None) -> int:
         batch = _Batch()
@@ -106,8 +107,8 @@ class _Batch:
             return f"nothing was written ({span}: one batch, all or nothing)"
         verb = "was" if first == last else "were"
         return (
-            f"{span} {verb} not written (one batch, all or nothing); the {self.written} records "
-            f"before line {first} were: import the rest from line {first} on"
+            f"{span} {verb} not written (one batch, all or nothing); the {counted(self.written, 'record')} "
+            f"before line {first} {'was' if self.written == 1 else 'were'}: import the rest from line {first} on"
         )
 
 

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from memory_admin.backup import check_sqlite, restore_sqlite
 from memory_admin.dashboard.management.progress import ProgressBar
 from memory_admin.dashboard.management.sqlite_files import memory_file, size_text
+from memory_admin.dashboard.management.wording import counted
 from memory_admin.errors import MemoryStoreError
 
 
@@ -37,9 +38,9 @@ class Command(BaseCommand):
                 check = check_sqlite(options["backup"])
                 self.stdout.write(
                     self.style.SUCCESS(
-                        f"{check.path}: {check.records} records, {check.events} events, {check.counts['scopes']} "
-                        f"scopes, schema version {check.schema_version}, {size_text(check.size_bytes)}; "
-                        "integrity check ok."
+                        f"{check.path}: {counted(check.records, 'record')}, {counted(check.events, 'event')}, "
+                        f"{counted(check.counts['scopes'], 'scope')}, schema version {check.schema_version}, "
+                        f"{size_text(check.size_bytes)}; integrity check ok."
                     )
                 )
                 return
@@ -54,8 +55,8 @@ class Command(BaseCommand):
         check = report.check
         self.stdout.write(
             self.style.SUCCESS(
-                f"Restored {check.records} records and {check.events} events from {report.backup} into "
-                f"{report.target}; integrity check ok."
+                f"Restored {counted(check.records, 'record')} and {counted(check.events, 'event')} "
+                f"from {report.backup} into {report.target}; integrity check ok."
             )
         )
         if report.migrates_from is not None:

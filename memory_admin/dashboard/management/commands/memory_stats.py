@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memory_admin.dashboard.management.sqlite_files import existing_store
+from memory_admin.dashboard.management.wording import counted
 
 
 class Command(BaseCommand):
@@ -36,7 +37,9 @@ class Command(BaseCommand):
             self.stdout.write("Vectors: none (keyword search only; `memory-admin embed` adds them)")
         else:
             todo = f"; {vectors.missing} without one (run `memory-admin embed`)" if vectors.missing else ""
-            self.stdout.write(f"Vectors: {vectors.embedded} of {vectors.records} records, by {vectors.model_id}{todo}")
+            self.stdout.write(
+                f"Vectors: {vectors.embedded:,} of {counted(vectors.records, 'record')}, by {vectors.model_id}{todo}"
+            )
             if vectors.mismatch:
                 self.stdout.write(
                     f"  This store embeds with {vectors.embedder}: run `memory-admin embed --rebuild` to switch."
@@ -50,15 +53,11 @@ class Command(BaseCommand):
             counts = store.count_records({"tenant": value.value})
             kinds = ", ".join(f"{kind} {n}" for kind, n in counts.by_kind.items() if n)
             self.stdout.write(
-                f"tenant={value.value}: {_count(counts.total, 'record')} ({counts.live} live, "
+                f"tenant={value.value}: {counted(counts.total, 'record')} ({counts.live} live, "
                 f"{counts.invalidated} invalidated, {counts.expired} expired) — {kinds}"
             )
         for facet in facets:
             if facet.key != "tenant":
                 shown = len(facet.values)
-                values = f"{shown}+ values" if facet.more_values else _count(shown, "value")
+                values = f"{shown}+ values" if facet.more_values else counted(shown, "value")
                 self.stdout.write(f"  {facet.key}: {values}")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
