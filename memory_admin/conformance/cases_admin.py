@@ -152,6 +152,11 @@ class ExtensionCases(ConformanceBase):
         assert {v.value: v.records for v in facets["user"].values} == {"u1": 2, "u2": 1}
         everywhere = {f.key: f for f in store.scope_facets()}
         assert {v.value: v.records for v in everywhere["tenant"].values} == {"acme": 4, "globex": 1}
+        (users,) = [f for f in store.scope_facets(ACME, values_per_key=1) if f.key == "user"]
+        assert [v.value for v in users.values] == ["u1"] and users.more_values  # the commonest value first
+        for per_key in (0, -1, True):  # alike on every backend: refused, never "no limit"
+            with pytest.raises(MemoryValidationError, match="values_per_key is a positive integer"):
+                store.scope_facets(values_per_key=per_key)
 
     def test_count_records(self, store: FullMemoryStore, clock: FakeClock) -> None:
         self._needs(store, admin=True)

@@ -188,7 +188,8 @@ class BaseAdminStore(StoreCore):
 
     def scope_facets(self, scope: Mapping[str, str] | None = None, *, values_per_key: int = 50) -> list[ScopeFacet]:
         canonical = canonical_scope(scope) if scope is not None else None
-        return self._run_unit(Unit("read", lambda s: s.facets(canonical, values_per_key)))
+        per_key = check_count(values_per_key, "values_per_key")  # SQL reads LIMIT -1 as no limit at all
+        return self._run_unit(Unit("read", lambda s: s.facets(canonical, per_key)))
 
     def count_records(self, scope: Mapping[str, str], *, scope_match: str = "subset") -> ScopeCounts:
         plan = self._plan(
