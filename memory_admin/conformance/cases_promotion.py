@@ -477,6 +477,9 @@ class PromotionCases(ConformanceBase):
             store.settle_proposal(10_000, accepted=True, actor="mei")
         assert store.proposal(made[1].id) == settled and store.proposal(made[0].id) == made[0]
         assert store.proposal(10_000) is None
+        for bad in (0, -1, "1"):  # said as what it is: a proposal's id
+            with pytest.raises(MemoryValidationError, match="A proposal id is a positive integer"):
+                store.proposal(bad)  # type: ignore[arg-type]
         with pytest.raises(MemoryValidationError):
             store.settle_proposal(made[0].id, accepted=False, actor="lena", reason="\x1b")
         assert store.proposal(made[0].id) == made[0], "a refused settlement changes nothing"

@@ -47,9 +47,11 @@ def clean_reason(reason: object) -> str | None:
     return cleaned or None
 
 
-def check_event_id(event_id: object) -> int:
+def check_event_id(event_id: object, what: str = "event") -> int:
+    """A positive 64-bit integer: an event's id, or another numbered row's (``what``)."""
     if isinstance(event_id, bool) or not isinstance(event_id, int) or not 1 <= event_id <= MAX_STORED_INT:
-        raise _refuse("event_id", "An event id is a positive integer.", "invalid event id")
+        article = "An" if what[0] in "aeiou" else "A"
+        raise _refuse(f"{what}_id", f"{article} {what} id is a positive integer.", f"invalid {what} id")
     return event_id
 
 

@@ -821,13 +821,13 @@ class BaseLearningStore(BaseEventLogStore):
 
     def proposal(self, proposal_id: int) -> Proposal | None:
         """See :meth:`~memory_admin.store.protocol.PromotionMemoryStore.proposal`."""
-        check_event_id(proposal_id)  # a positive 64-bit integer, like an event id
+        check_event_id(proposal_id, "proposal")
         found: Proposal | None = self._run_unit(Unit("read", lambda s: s.get_proposal(proposal_id)))
         return found
 
     def settle_proposal(self, proposal_id: int, *, accepted: bool, actor: str, reason: str | None = None) -> Proposal:
         """See :meth:`~memory_admin.store.protocol.PromotionMemoryStore.settle_proposal`."""
-        check_event_id(proposal_id)  # a positive 64-bit integer, like an event id
+        check_event_id(proposal_id, "proposal")
         # the same checks as a decision's actor and reason
         who = parse_model(Decision, {"record_id": "-", "state": "candidate", "actor": actor, "reason": reason})
         now = self._clock()
