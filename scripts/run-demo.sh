@@ -22,13 +22,13 @@ if [ "$MEMORY_EMBEDDER" != "none" ]; then
 fi
 
 # one sign-in, created once; its password is kept (owner-only) so every run can print it
-login_file=var/demo-login.txt
+login_file=var/demo-login.txt  # may start with "-": passed as --password=…, never as a separate word
 if [ ! -s "$login_file" ]; then
   (umask 077 && $py -c 'import secrets; print(secrets.token_urlsafe(12))' > "$login_file")
 fi
 password="$(cat "$login_file")"
-$py manage.py memory_user create demo --role admin --password "$password" --update >/dev/null
-$py manage.py memory_user create acme-viewer --role viewer --grant tenant=acme --password "$password" --update >/dev/null
+$py manage.py memory_user create demo --role admin --password="$password" --update >/dev/null
+$py manage.py memory_user create acme-viewer --role viewer --grant tenant=acme --password="$password" --update >/dev/null
 
 cat <<TXT
 
