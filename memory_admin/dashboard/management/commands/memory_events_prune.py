@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory_admin.dashboard.management.sqlite_files import existing_store
+from memory_admin.dashboard.management.wording import counted
 from memory_admin.errors import MemoryStoreError
 from memory_admin.retention import prune_events_older_than
 
@@ -27,10 +28,9 @@ class Command(BaseCommand):
             report = prune_events_older_than(existing_store(options["store"]), options["older_than"])
         except MemoryStoreError as exc:
             raise CommandError(exc.message) from None
-        noun = "event" if report.pruned == 1 else "events"
         self.stdout.write(
             self.style.SUCCESS(
-                f"Pruned {report.pruned} {noun} older than {report.cutoff:%Y-%m-%d %H:%M:%S} UTC "
+                f"Pruned {counted(report.pruned, 'event')} older than {report.cutoff:%Y-%m-%d %H:%M:%S} UTC "
                 f"from the {report.backend} store; memory records are untouched."
             )
         )

@@ -25,11 +25,11 @@ class Command(BaseCommand):
             stats = store.event_log_stats()
             dropped, withheld = stats.dropped, stats.withheld
             note = " (a writer fell behind; records are never dropped)" if dropped else ""
-            self.stdout.write(f"Event log: {dropped} event{'s' if dropped != 1 else ''} dropped{note}")
+            self.stdout.write(f"Event log: {counted(dropped, 'event')} dropped{note}")
             if withheld:
                 many = withheld != 1
                 self.stdout.write(
-                    f"Event log: {withheld} event{'s' if many else ''} withheld ({'they' if many else 'it'} "
+                    f"Event log: {counted(withheld, 'event')} withheld ({'they' if many else 'it'} "
                     f"predated a delete or erasure in {'their' if many else 'its'} tenant)"
                 )
         vectors = store.embedding_status()
