@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,29 +52,34 @@ class Deployed:
 def runserver(env: Mapping[str, str], log: Path) -> Iterator[str]:
     """``manage.py runserver`` as ``make run`` starts it (scripts/run-demo.sh)."""
     port = free_port()
+    command = [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"]
+    with answering(command, "runserver", cwd=ROOT, env=env, log=log, port=port):
+        yield f"http://127.0.0.1:{port}"
+
+
+@contextlib.contextmanager
+def answering(
+    command: Sequence[str], name: str, *, cwd: Path, env: Mapping[str, str], log: Path, port: int, timeout: float = 60
+) -> Iterator[None]:
+    """``command`` in a process group of its own, its output in ``log``, once it answers
+    ``/healthz`` on ``port``; the whole group is stopped when the block ends."""
     output = log.open("w")
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-        cwd=ROOT,
-        env=dict(env),
-        stdout=output,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+        list(command), cwd=cwd, env=dict(env), stdout=output, stderr=subprocess.STDOUT, start_new_session=True
     )
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + timeout
         while True:
             if process.poll() is not None:
-                raise AssertionError(f"runserver exited: {log.read_text()}")
+                raise AssertionError(f"{name} exited {process.returncode}: {log.read_text()}")
             try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=2):
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
                     break
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 if time.monotonic() > deadline:
-                    raise AssertionError("runserver did not answer") from None
+                    raise AssertionError(f"{name} did not answer") from None
                 time.sleep(0.2)
-        yield url
+        yield
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=30)

@@ -1,20 +1,16 @@
-"""``make run``'s script (scripts/run-demo.sh) as a person runs it: set up, print a
-sign-in, serve; and run again, which keeps the sign-in it printed the first time."""
+"""``make run``'s script (scripts/run-demo.sh) as a person runs it: it sets up, prints
+the sign-in it keeps in var/demo-login.txt, and serves; that sign-in works."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
-import signal
-import subprocess
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.dashboard.deployed import answering
 from tests.dashboard.server import ROOT, ProxiedClient, free_port
 from tests.support.optional import unavailable
 
@@ -34,35 +30,14 @@ def checkout_copy(where: Path) -> Path:
 
 @contextmanager
 def run_demo(checkout: Path, port: int) -> Iterator[str]:
+    """The script serving on ``port``; yields what it printed."""
     env = {name: os.environ[name] for name in ("PATH", "HOME", "LANG", "TMPDIR") if name in os.environ}
     env.update(PORT=str(port), MEMORY_EMBEDDER="none", MEMORY_ADMIN_VAR_DIR=str(checkout / "var"))
-    log = (checkout / "run.log").open("w")
-    process = subprocess.Popen(
-        ["bash", "scripts/run-demo.sh"],
-        cwd=checkout,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, (
-                f"run-demo.sh exited {process.returncode}:\n{(checkout / 'run.log').read_text()}"
-            )
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=2):
-                    break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                assert time.monotonic() < deadline, "run-demo.sh did not serve"
-                time.sleep(0.3)
-        yield (checkout / "run.log").read_text()
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
-        log.close()
+    log = checkout / "run.log"
+    with answering(
+        ["bash", "scripts/run-demo.sh"], "run-demo.sh", cwd=checkout, env=env, log=log, port=port, timeout=120
+    ):
+        yield log.read_text()
 
 
 def signs_in(url: str, username: str, password: str) -> bool:
